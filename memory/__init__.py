@@ -1,0 +1,34 @@
+"""cadillac's memory: lessons learned from builds, and phase budgets learned from history.
+
+``MemoryStore`` holds the lessons of a memory.jsonl (recall, dedup,
+reinforcement); ``PhaseBudgets`` holds phase_budgets.jsonl (record a finished
+phase, compute the next build's budgets). Both files are plain JSONL shared
+safely between processes (:mod:`memory.jsonl`).
+"""
+
+from memory.budgets import Budget, BudgetRow, PhaseBudgets
+from memory.jsonl import CorruptLineWarning
+from memory.lesson import LESSON_TYPES, Lesson
+from memory.prompt import format_for_prompt
+from memory.recall import SCORERS, Recalled, ScoreParts
+from memory.store import LessonNotFound, MemoryStats, MemoryStore
+from memory.tags import KNOWN_TAGS, infer_tags_from_text, infer_task_tags
+
+__all__ = [
+    "KNOWN_TAGS",
+    "LESSON_TYPES",
+    "SCORERS",
+    "Budget",
+    "BudgetRow",
+    "CorruptLineWarning",
+    "Lesson",
+    "LessonNotFound",
+    "MemoryStats",
+    "MemoryStore",
+    "PhaseBudgets",
+    "Recalled",
+    "ScoreParts",
+    "format_for_prompt",
+    "infer_tags_from_text",
+    "infer_task_tags",
+]

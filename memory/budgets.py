@@ -1,0 +1,134 @@
+"""Phase budgets learned from history: phase_budgets.jsonl and compute_budgets.
+
+Every finished phase appends one :class:`BudgetRow` (rounds used, files, task
+tags, outcome). A phase's budget for a new task is::
+
+    max(default, ceil(p90(rounds of matching rows) * 1.2))
+
+where matching rows are rows of that phase whose tags share at least one tag
+with the task's, and p90 is numpy's linear-interpolation percentile. With
+fewer than 3 matching rows (or no task tags) the default stands. Each
+:class:`Budget` carries the numbers and a sentence saying which rule decided,
+so a user can see why a phase got its rounds. Rows of phases outside our six
+(review, wiring, from the earlier system) are kept in the file but not used.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memory.jsonl import JsonlFile
+from memory.tags import normalize_tags
+from phases import DEFAULT_ROUNDS, PHASES
+
+MIN_SAMPLES = 3
+HEADROOM = 1.2
+PERCENTILE = 90
+Outcome = Literal["passed", "budget_exhausted", "error"]
+
+
+class BudgetRow(BaseModel):
+    """One finished phase."""
+
+    model_config = ConfigDict(extra="allow")
+
+    ts: float = Field(default_factory=time.time)
+    phase: str = Field(min_length=1)
+    rounds: int = Field(ge=0)
+    n_files: int = Field(default=0, ge=0)
+    tags: list[str] = Field(default_factory=list)
+    outcome: Outcome | None = None
+    """None in rows written by the earlier system."""
+    v: int = 1
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags(cls, value: object) -> object:
+        return normalize_tags(value) if isinstance(value, list | tuple | set) else value
+
+
+class Budget(BaseModel):
+    """The rounds a phase gets for a task, and why."""
+
+    phase: str
+    rounds: int
+    default: int
+    samples: int
+    """Matching history rows."""
+    p90: float | None
+    reason: str
+
+
+class PhaseBudgets:
+    """The phase-budget history in one JSONL file."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        defaults: dict[str, int] | None = None,
+    ):
+        self.file: JsonlFile[BudgetRow] = JsonlFile(path, BudgetRow)
+        self.defaults = dict(DEFAULT_ROUNDS if defaults is None else defaults)
+
+    @property
+    def path(self):
+        return self.file.path
+
+    def rows(self) -> list[BudgetRow]:
+        self.file.refresh()
+        return list(self.file.records)
+
+    def record_phase_outcome(
+        self,
+        phase: str,
+        rounds: int,
+        n_files: int = 0,
+        tags: list[str] | set[str] | tuple[str, ...] = (),
+        outcome: Outcome | None = None,
+    ) -> BudgetRow:
+        """Append the row for one finished phase."""
+        if phase not in self.defaults:
+            raise ValueError(f"unknown phase {phase!r}; phases are {', '.join(self.defaults)}")
+        row = BudgetRow(phase=phase, rounds=rounds, n_files=n_files, tags=list(tags), outcome=outcome)
+        self.file.append([row])
+        return row
+
+    def compute_budgets(self, task_tags: set[str] | list[str] | tuple[str, ...]) -> dict[str, Budget]:
+        """Each phase's budget for a task with these tags (see the module docstring)."""
+        wanted = set(normalize_tags(task_tags))
+        by_phase: dict[str, list[int]] = {phase: [] for phase in self.defaults}
+        if wanted:
+            for row in self.rows():
+                if row.phase in by_phase and wanted.intersection(row.tags):
+                    by_phase[row.phase].append(row.rounds)
+        return {
+            phase: _budget(phase, self.defaults[phase], by_phase[phase], bool(wanted))
+            for phase in self.defaults
+        }
+
+
+def _budget(phase: str, default: int, rounds: list[int], have_tags: bool) -> Budget:
+    n = len(rounds)
+    if not have_tags:
+        return Budget(phase=phase, rounds=default, default=default, samples=0, p90=None,
+                      reason="default: no task tags to match history by")  # fmt: skip
+    if n < MIN_SAMPLES:
+        return Budget(phase=phase, rounds=default, default=default, samples=n, p90=None,
+                      reason=f"default: {n} matching row(s), fewer than {MIN_SAMPLES}")  # fmt: skip
+    p90 = float(np.percentile(np.asarray(rounds, dtype=float), PERCENTILE))
+    scaled = p90 * HEADROOM
+    wanted = math.ceil(round(scaled, 9))
+    if wanted <= default:
+        reason = f"default: p90 {p90:g} x {HEADROOM} = {scaled:.1f} is within it"
+        return Budget(phase=phase, rounds=default, default=default, samples=n, p90=p90, reason=reason)
+    reason = f"history: p90 {p90:g} x {HEADROOM} = {scaled:.1f} over {n} matching rows"
+    return Budget(phase=phase, rounds=wanted, default=default, samples=n, p90=p90, reason=reason)
+
+
+__all__ = ["PHASES", "Budget", "BudgetRow", "PhaseBudgets"]

@@ -1,0 +1,86 @@
+"""When a new lesson is a restatement of a stored one, and what a merge keeps.
+
+Two lessons are duplicates when they have the same type and polarity and the
+term sets of their triggers (:mod:`memory.tokens`) overlap by more than 70%,
+measured as Jaccard similarity ``|A & B| / |A | B|``. A ``do`` and a ``dont``
+lesson with the same trigger contradict each other; both are kept, and
+reinforcement decides between them.
+
+Finding duplicates must not read every trigger on every save. With Jaccard
+above ``t``, two sets share more than ``t * |A|`` terms, so a match must contain
+at least one of the ``|A| - ceil(t * |A|) + 1`` *rarest* terms of the new
+trigger (prefix filtering). Only the triggers posted under those few rare terms,
+and of a compatible size, are compared exactly.
+
+A merge folds the new lesson into the stored one, which keeps its id, ts,
+type, polarity, trigger and fix (the stored wording is the one that earned its
+confidence). It takes the union of the tags, the higher confidence, the sum of
+the use counts, the later ``last_used_ts``, and the new source task if it had
+none. Fields only the new lesson carries are added.
+"""
+
+from __future__ import annotations
+
+import math
+
+from memory.index import LessonIndex
+from memory.lesson import Lesson
+from memory.tags import normalize_tags
+from memory.tokens import term_set
+
+MERGE_THRESHOLD = 0.7
+
+
+def jaccard(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
+    if not a or not b:
+        return 0.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def find_duplicate(
+    index: LessonIndex, lesson: Lesson, threshold: float = MERGE_THRESHOLD
+) -> Lesson | None:
+    """The stored lesson that ``lesson`` would merge into, or None."""
+    new = frozenset(term_set(lesson.trigger))
+    if not new:
+        return None
+    postings = index.trigger_postings
+    rare_first = sorted(new, key=lambda term: (len(postings.get(term, ())), term))
+    prefix = len(new) - math.ceil(threshold * len(new)) + 1
+    lo, hi = threshold * len(new), len(new) / threshold
+    best: tuple[float, int] | None = None
+    seen: set[int] = set()
+    for term in rare_first[: max(prefix, 1)]:
+        for slot in postings.get(term, ()):
+            if slot in seen:
+                continue
+            seen.add(slot)
+            other = index.trigger_terms[slot]
+            if not lo <= len(other) <= hi:
+                continue
+            stored = index.slots[slot]
+            if stored is None or stored.type != lesson.type or stored.polarity != lesson.polarity:
+                continue
+            score = jaccard(new, other)
+            if score > threshold and (best is None or (score, -slot) > (best[0], -best[1])):
+                best = (score, slot)
+    if best is None:
+        return None
+    return index.slots[best[1]]
+
+
+def merge_into(stored: Lesson, new: Lesson) -> Lesson:
+    """Fold ``new`` into ``stored`` in place (see the module docstring); return ``stored``."""
+    stored.tags = normalize_tags([*stored.tags, *new.tags])
+    stored.confidence = max(stored.confidence, new.confidence)
+    stored.used = stored.used + new.used
+    if new.last_used_ts is not None:
+        stored.last_used_ts = max(stored.last_used_ts or 0.0, new.last_used_ts)
+    if not stored.source_task and new.source_task:
+        stored.source_task = new.source_task
+    extra = stored.__pydantic_extra__
+    for key, value in (new.__pydantic_extra__ or {}).items():
+        if extra is not None and key not in extra:
+            extra[key] = value
+    return stored

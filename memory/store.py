@@ -1,0 +1,199 @@
+"""MemoryStore: the lessons of one memory.jsonl, with recall, dedup and reinforcement.
+
+The store keeps the file (:mod:`memory.jsonl`) and a search index
+(:mod:`memory.index`) in step. Reads are lock-free while the file is
+unchanged; every change (save, merge, forget, boost, penalty) happens under the
+file's lock after reading what other processes wrote, so concurrent writers
+lose nothing. Lessons read from the file are shared objects: treat what
+``all``, ``get`` and ``recall`` return as read-only.
+
+Reinforcement, as the seed has it: ``boost_confidence`` adds 0.1 (capped at 1)
+and one use to each lesson a successful build applied; ``penalize_backfired``
+takes 0.1 (floored at 0) from each applied lesson whose trigger terms mostly
+(more than half of them) appear in the error that followed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Iterable
+
+from pydantic import BaseModel
+
+from memory.dedup import find_duplicate, merge_into
+from memory.index import LessonIndex
+from memory.jsonl import Change, JsonlFile
+from memory.lesson import LESSON_TYPES, Lesson, assign_id
+from memory.recall import Recalled, recall
+from memory.tokens import term_set
+
+BOOST = 0.1
+PENALTY = 0.1
+BACKFIRE_SHARE = 0.5
+
+
+class LessonNotFound(KeyError):
+    """No lesson has that id."""
+
+    def __str__(self) -> str:
+        return f"no lesson with id {self.args[0]!r}"
+
+
+class MemoryStats(BaseModel):
+    count: int
+    do: int
+    dont: int
+    reuse_rate: float
+    """Share of lessons used at least once."""
+    mean_confidence: float
+    by_type: dict[str, int]
+
+    def headline(self) -> str:
+        return (
+            f"{self.count} lessons, {self.do} do / {self.dont} dont, "
+            f"{self.reuse_rate:.1%} reuse rate, avg confidence {self.mean_confidence:.3f}"
+        )
+
+
+class MemoryStore:
+    """Lessons in a JSONL file; see the module docstring."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.file: JsonlFile[Lesson] = JsonlFile(path, Lesson)
+        self._index: LessonIndex | None = None
+
+    @property
+    def path(self):
+        return self.file.path
+
+    # ------------------------------------------------------------------ sync
+    def _sync(self, locked: bool = False) -> LessonIndex:
+        change = self.file.refresh_locked() if locked else self.file.refresh()
+        return self._apply(change)
+
+    def _apply(self, change: Change[Lesson]) -> LessonIndex:
+        if self._index is None or change.reset:
+            index = LessonIndex()
+            for lesson in self.file.records:
+                assign_id(lesson, index.by_id)
+                index.add(lesson)
+            self._index = index
+        else:
+            for lesson in change.added:
+                assign_id(lesson, self._index.by_id)
+                self._index.add(lesson)
+        return self._index
+
+    def _rewrite(self, index: LessonIndex) -> None:
+        try:
+            self.file.rewrite_locked(index.lessons())
+        except BaseException:
+            self.file.invalidate()
+            self._index = None
+            raise
+
+    # ------------------------------------------------------------------ reads
+    def all(self) -> list[Lesson]:
+        """Every lesson, in file order."""
+        return self._sync().lessons()
+
+    def get(self, lesson_id: str) -> Lesson | None:
+        index = self._sync()
+        slot = index.by_id.get(lesson_id)
+        return None if slot is None else index.slots[slot]
+
+    def recall(
+        self, task: str, limit: int = 10, scorer: str = "default", now: float | None = None
+    ) -> list[Recalled]:
+        """The lessons most worth showing for ``task`` (see :mod:`memory.recall`)."""
+        return recall(self._sync(), task, limit=limit, scorer=scorer, now=now)
+
+    def stats(self) -> MemoryStats:
+        lessons = self.all()
+        n = len(lessons)
+        polarity = Counter(lesson.polarity for lesson in lessons)
+        by_type = Counter(lesson.type for lesson in lessons)
+        return MemoryStats(
+            count=n,
+            do=polarity["do"],
+            dont=polarity["dont"],
+            reuse_rate=sum(1 for lesson in lessons if lesson.used > 0) / n if n else 0.0,
+            mean_confidence=sum(lesson.confidence for lesson in lessons) / n if n else 0.0,
+            by_type={t: by_type[t] for t in LESSON_TYPES if by_type[t]},
+        )
+
+    # ------------------------------------------------------------------ writes
+    def save(self, lesson: Lesson) -> Lesson:
+        """Store a lesson; returns it, or the stored lesson it was merged into."""
+        return self.add(lesson)[0]
+
+    def add(self, lesson: Lesson) -> tuple[Lesson, bool]:
+        """``save``, also saying whether the lesson was merged into a stored one."""
+        with self.file.lock:
+            index = self._sync(locked=True)
+            stored = find_duplicate(index, lesson)
+            if stored is not None:
+                merge_into(stored, lesson)
+                index.update(stored)
+                self._rewrite(index)
+                return stored, True
+            new = lesson.model_copy(deep=True)
+            assign_id(new, index.by_id)
+            index = self._apply(self.file.append_locked([new]))
+            return index.slots[index.by_id[new.id]], False  # type: ignore[return-value]
+
+    def forget(self, lesson_id: str) -> Lesson:
+        """Remove a lesson; raises LessonNotFound."""
+        with self.file.lock:
+            index = self._sync(locked=True)
+            slot = index.by_id.get(lesson_id)
+            if slot is None:
+                raise LessonNotFound(lesson_id)
+            lesson = index.slots[slot]
+            index.remove(lesson_id)
+            self._rewrite(index)
+            return lesson  # type: ignore[return-value]
+
+    def _modify(self, ids: Iterable[str], change) -> list[str]:
+        """Apply ``change`` to each known lesson it accepts; one rewrite for all."""
+        with self.file.lock:
+            index = self._sync(locked=True)
+            done: list[str] = []
+            for lesson_id in dict.fromkeys(ids):
+                slot = index.by_id.get(lesson_id)
+                lesson = None if slot is None else index.slots[slot]
+                if lesson is not None and change(lesson):
+                    index.update(lesson)
+                    done.append(lesson_id)
+            if done:
+                self._rewrite(index)
+            return done
+
+    def boost_confidence(self, ids: Iterable[str]) -> list[str]:
+        """+0.1 confidence (max 1), +1 use, last used now; returns the ids boosted."""
+        now = time.time()
+
+        def boost(lesson: Lesson) -> bool:
+            lesson.confidence = round(min(1.0, lesson.confidence + BOOST), 6)
+            lesson.used += 1
+            lesson.last_used_ts = now
+            return True
+
+        return self._modify(ids, boost)
+
+    def penalize_backfired(self, ids: Iterable[str], error_text: str) -> list[str]:
+        """-0.1 confidence to each applied lesson whose trigger the error echoes."""
+        error_terms = term_set(error_text)
+        if not error_terms:
+            return []
+
+        def backfired(lesson: Lesson) -> bool:
+            trigger = term_set(lesson.trigger)
+            if not trigger or len(trigger & error_terms) / len(trigger) <= BACKFIRE_SHARE:
+                return False
+            lesson.confidence = round(max(0.0, lesson.confidence - PENALTY), 6)
+            return True
+
+        return self._modify(ids, backfired)

@@ -1,0 +1,5 @@
+"""``python -m orchestrator`` runs the same command line as ``cadillac``."""
+
+from orchestrator.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,165 @@
+"""The ``cadillac`` command line: parse, find the home, run one command, print errors as one line.
+
+Command modules are imported only when their command runs, so ``cadillac
+--help`` stays fast and loads no heavy library. A :class:`CadillacError` (or a
+file-system error) becomes ``cadillac: error: <message>`` on stderr and exit
+status 1; a usage mistake exits 2; warnings (a corrupt line in a store, say)
+print as ``cadillac: warning: <message>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+
+from orchestrator import __version__
+from orchestrator.errors import CadillacError
+from orchestrator.home import ENV_VAR
+
+LESSON_TYPES = ("error_pattern", "architecture", "tool_pattern", "dependency", "performance")
+SCORER_NAMES = ("default", "seed")
+
+
+class UsageError(CadillacError):
+    """A malformed command line (exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not usage + message
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _csv(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
+    return number
+
+
+def _unit(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0.0 <= number <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not between 0 and 1")
+    return number
+
+
+def build_parser() -> argparse.ArgumentParser:
+    home = _Parser(add_help=False)
+    home.add_argument(
+        "--home",
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help=f"state folder (default: ${ENV_VAR}, else the current directory)",
+    )
+    parser = _Parser(
+        prog="cadillac",
+        description="A self-improving build orchestrator: lessons and phase budgets.",
+        parents=[home],
+    )
+    parser.add_argument("--version", action="version", version=f"cadillac {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    memory = commands.add_parser(
+        "memory", parents=[home], help="lessons learned from builds (memory.jsonl)"
+    )
+    memory.set_defaults(run="memory_list", type=None, tag=None, polarity=None, limit=None)
+    memory.set_defaults(json=False)
+    sub = memory.add_subparsers(dest="memory_command", metavar="ACTION", parser_class=_Parser)
+
+    p = sub.add_parser("list", parents=[home], help="list lessons")
+    p.add_argument("--type", choices=LESSON_TYPES)
+    p.add_argument("--tag", help="only lessons with this tag")
+    p.add_argument("--polarity", choices=("do", "dont"))
+    p.add_argument("--limit", type=_positive, help="show at most N lessons")
+    p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.set_defaults(run="memory_list")
+
+    p = sub.add_parser("show", parents=[home], help="show one lesson")
+    p.add_argument("id")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run="memory_show")
+
+    p = sub.add_parser("add", parents=[home], help="add a lesson by hand")
+    p.add_argument("--type", required=True, choices=LESSON_TYPES)
+    p.add_argument("--trigger", required=True, help="the situation, in one line")
+    p.add_argument("--fix", required=True, help="what to do (with --dont: what never to do)")
+    p.add_argument("--dont", action="store_true", help="an anti-pattern (polarity dont)")
+    p.add_argument("--tags", type=_csv, help="comma-separated (default: inferred from the text)")
+    p.add_argument("--confidence", type=_unit, default=0.5, help="0..1 (default 0.5)")
+    p.add_argument("--source-task", default="", help="the task it was learned on")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run="memory_add")
+
+    p = sub.add_parser("forget", parents=[home], help="delete a lesson")
+    p.add_argument("id")
+    p.set_defaults(run="memory_forget")
+
+    p = sub.add_parser("recall", parents=[home], help="the lessons a build of TASK would see")
+    p.add_argument("task")
+    p.add_argument("--limit", type=_positive, default=10)
+    p.add_argument("--explain", action="store_true", help="show each score's parts and layers")
+    p.add_argument("--scorer", choices=SCORER_NAMES, default="default")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run="memory_recall")
+
+    p = sub.add_parser("stats", parents=[home], help="counts, reuse and confidence")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run="memory_stats")
+
+    p = sub.add_parser("path", parents=[home], help="print the memory file's path")
+    p.set_defaults(run="memory_path")
+
+    p = commands.add_parser(
+        "budgets", parents=[home], help="phase budgets learned from history (phase_budgets.jsonl)"
+    )
+    p.add_argument("--tags", type=_csv, default=[], help="task tags, e.g. python,flask")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--path", action="store_true", help="print the history file's path")
+    p.set_defaults(run="budgets")
+    return parser
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"cadillac: warning: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 0
+        warnings.showwarning = _show_warning
+        from orchestrator import state_commands
+
+        return getattr(state_commands, args.run)(args) or 0
+    except UsageError as exc:
+        print(f"cadillac: error: {exc}", file=sys.stderr)
+        return 2
+    except CadillacError as exc:
+        print(f"cadillac: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # `cadillac memory list | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"cadillac: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("cadillac: interrupted", file=sys.stderr)
+        return 130

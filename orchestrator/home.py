@@ -1,0 +1,61 @@
+"""Where cadillac keeps its state: one folder, moved by ``--home`` or ``CADILLAC_HOME``.
+
+The home holds ``memory.jsonl`` (lessons), ``phase_budgets.jsonl`` (phase
+history) and ``runs/`` (one folder per run). Without either setting it is the
+current directory, so a project carries its own memory. Commands that only read
+refuse a home that does not exist (a mistyped path should not look like an
+empty memory); commands that write create it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.errors import CadillacError
+
+ENV_VAR = "CADILLAC_HOME"
+
+
+@dataclass(frozen=True)
+class Home:
+    root: Path
+
+    @classmethod
+    def resolve(cls, flag: str | None = None) -> Home:
+        raw = flag or os.environ.get(ENV_VAR) or "."
+        return cls(Path(raw).expanduser().absolute())
+
+    @property
+    def memory_path(self) -> Path:
+        return self.root / "memory.jsonl"
+
+    @property
+    def budgets_path(self) -> Path:
+        return self.root / "phase_budgets.jsonl"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.root / "runs"
+
+    def check(self, write: bool = False) -> Home:
+        """Raise CadillacError unless the home can be read (and written, or created)."""
+        root = self.root
+        if root.exists() and not root.is_dir():
+            raise CadillacError(f"home {root} is not a folder (set --home or {ENV_VAR})")
+        if not root.exists():
+            if not write:
+                raise CadillacError(f"home {root} does not exist (set --home or {ENV_VAR})")
+            try:
+                root.mkdir(parents=True)
+            except OSError as exc:
+                raise CadillacError(f"cannot create home {root}: {exc.strerror}") from None
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise CadillacError(f"home {root} is not readable")
+        if write and not os.access(root, os.W_OK):
+            raise CadillacError(f"home {root} is not writable")
+        for path in (self.memory_path, self.budgets_path):
+            if path.exists() and not path.is_file():
+                raise CadillacError(f"{path} is not a file")
+        return self

@@ -1,0 +1,19 @@
+"""The six build phases, in order, and the rounds each gets when history is silent.
+
+A round is one model turn (one reply, with its tool calls). The defaults are
+what a small Python project needs; :mod:`memory.budgets` raises a phase's
+budget when past builds of similar tasks needed more.
+"""
+
+from __future__ import annotations
+
+PHASES: tuple[str, ...] = ("plan", "deps", "scaffold", "build", "integrate", "validate")
+
+DEFAULT_ROUNDS: dict[str, int] = {
+    "plan": 4,
+    "deps": 6,
+    "scaffold": 16,
+    "build": 30,
+    "integrate": 16,
+    "validate": 8,
+}
