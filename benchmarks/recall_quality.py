@@ -40,7 +40,9 @@ def ndcg(ranked_ids: list[str], grades: dict[str, int], k: int = K) -> float | N
     idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
     if idcg == 0:
         return None
-    dcg = sum((2 ** grades.get(lid, 0) - 1) / math.log2(i + 2) for i, lid in enumerate(ranked_ids[:k]))
+    dcg = sum(
+        (2 ** grades.get(lid, 0) - 1) / math.log2(i + 2) for i, lid in enumerate(ranked_ids[:k])
+    )
     return dcg / idcg
 
 

@@ -95,11 +95,15 @@ class PhaseBudgets:
         """Append the row for one finished phase."""
         if phase not in self.defaults:
             raise ValueError(f"unknown phase {phase!r}; phases are {', '.join(self.defaults)}")
-        row = BudgetRow(phase=phase, rounds=rounds, n_files=n_files, tags=list(tags), outcome=outcome)
+        row = BudgetRow(
+            phase=phase, rounds=rounds, n_files=n_files, tags=list(tags), outcome=outcome
+        )
         self.file.append([row])
         return row
 
-    def compute_budgets(self, task_tags: set[str] | list[str] | tuple[str, ...]) -> dict[str, Budget]:
+    def compute_budgets(
+        self, task_tags: set[str] | list[str] | tuple[str, ...]
+    ) -> dict[str, Budget]:
         """Each phase's budget for a task with these tags (see the module docstring)."""
         wanted = set(normalize_tags(task_tags))
         by_phase: dict[str, list[int]] = {phase: [] for phase in self.defaults}
@@ -126,7 +130,9 @@ def _budget(phase: str, default: int, rounds: list[int], have_tags: bool) -> Bud
     wanted = math.ceil(round(scaled, 9))
     if wanted <= default:
         reason = f"default: p90 {p90:g} x {HEADROOM} = {scaled:.1f} is within it"
-        return Budget(phase=phase, rounds=default, default=default, samples=n, p90=p90, reason=reason)
+        return Budget(
+            phase=phase, rounds=default, default=default, samples=n, p90=p90, reason=reason
+        )
     reason = f"history: p90 {p90:g} x {HEADROOM} = {scaled:.1f} over {n} matching rows"
     return Budget(phase=phase, rounds=wanted, default=default, samples=n, p90=p90, reason=reason)
 

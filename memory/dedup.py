@@ -45,29 +45,27 @@ def find_duplicate(
     new = frozenset(term_set(lesson.trigger))
     if not new:
         return None
-    postings = index.trigger_postings
-    rare_first = sorted(new, key=lambda term: (len(postings.get(term, ())), term))
+    rare_first = sorted(new, key=lambda term: (index.trigger_frequency(term), term))
     prefix = len(new) - math.ceil(threshold * len(new)) + 1
     lo, hi = threshold * len(new), len(new) / threshold
     best: tuple[float, int] | None = None
     seen: set[int] = set()
+    alive = index.alive.values
     for term in rare_first[: max(prefix, 1)]:
-        for slot in postings.get(term, ()):
-            if slot in seen:
+        for slot in index.trigger_slots(term).tolist():
+            if slot in seen or not alive[slot]:
                 continue
             seen.add(slot)
-            other = index.trigger_terms[slot]
-            if not lo <= len(other) <= hi:
-                continue
             stored = index.slots[slot]
             if stored is None or stored.type != lesson.type or stored.polarity != lesson.polarity:
+                continue
+            other = term_set(stored.trigger)
+            if not lo <= len(other) <= hi:
                 continue
             score = jaccard(new, other)
             if score > threshold and (best is None or (score, -slot) > (best[0], -best[1])):
                 best = (score, slot)
-    if best is None:
-        return None
-    return index.slots[best[1]]
+    return None if best is None else index.slots[best[1]]
 
 
 def merge_into(stored: Lesson, new: Lesson) -> Lesson:

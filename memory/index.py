@@ -1,40 +1,55 @@
 """The in-memory search structure over the lessons of one memory file.
 
 Each lesson gets a *slot*; everything recall needs is kept per slot in numpy
-columns (timestamps, confidence, use count, tag bitmasks, term counts) and in an
-inverted index from term to the slots that contain it, with term frequencies.
-Recall then scores every candidate at once with a few vector operations
-instead of a Python loop over lessons.
+columns (timestamps, confidence, use count, tag bitmasks, term counts) and in
+two inverted indexes from term to slots: one over the whole lesson (trigger,
+fix and tags, with term frequencies, for BM25) and one over triggers alone
+(for :mod:`memory.dedup`). Recall then scores every candidate with a few vector
+operations instead of a Python loop over lessons.
 
-The structure is kept up to date, never rebuilt on the hot path:
+Building is vectorised, because a long-lived memory is large: the lessons'
+words are cut in one C pass each (:func:`memory.tokens.words`), mapped to ids
+through one dict, and everything per *word* (stop word, stem, implied tags) is
+computed once per distinct word rather than once per occurrence; postings are
+then one ``np.unique`` and a CSR layout. Later additions go to small per-term
+lists beside the CSR part, so the structure is kept up to date, never rebuilt
+on the hot path:
 
 * a new lesson (an append, ours or another process's) is added to the end;
-* a forgotten lesson's slot is marked dead;
+* a forgotten lesson's slot is marked dead (``alive``), its counts subtracted;
 * a lesson changed in place (boost, penalty, merge) has its columns rewritten.
 
 Only a file replaced by another process makes the store build a fresh index.
 Search terms come from the trigger, the fix and the tags as they were when the
 lesson was indexed (a merge that adds tags updates the tag columns at once and
 the tag terms at the next full load).
-The index also keeps each trigger's term set and a term -> slots map of
-triggers, which :mod:`memory.dedup` uses to find near-duplicates quickly.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from itertools import islice
 
 import numpy as np
 
 from memory.lesson import Lesson
-from memory.tags import KNOWN_TAGS, STACK_TAGS, infer_tags_from_text, stack_tags
-from memory.tokens import term_set, terms
+from memory.tags import (
+    KNOWN_TAGS,
+    STACK_TAGS,
+    TAG_WORDS,
+    implied_by,
+    infer_tags_from_text,
+    special_hits,
+    stack_tags,
+)
+from memory.tags import word_tags as _word_tags
+from memory.tokens import FIELD_BREAK, term_set, terms, terms_of, words_of_fields
 
 TAG_BITS = {tag: i for i, tag in enumerate(sorted(KNOWN_TAGS))}
 assert len(TAG_BITS) <= 64, "tag bitmasks are uint64"
 
 
-def tag_mask(tags: set[str] | frozenset[str] | list[str]) -> int:
+def tag_mask(tags) -> int:
     """The bitmask of the known tags among ``tags``."""
     mask = 0
     for tag in tags:
@@ -50,25 +65,91 @@ STACK_MASK = np.uint64(tag_mask(STACK_TAGS))
 class _Column:
     """A growable numpy array (amortised O(1) append, in-place set)."""
 
-    def __init__(self, dtype: type | np.dtype, fill: float | int | bool = 0):
+    def __init__(self, dtype, fill=0):
         self._data = np.full(64, fill, dtype=dtype)
         self._fill = fill
         self.n = 0
 
-    def append(self, value: float | int | bool) -> None:
-        if self.n == len(self._data):
-            grown = np.full(len(self._data) * 2, self._fill, dtype=self._data.dtype)
-            grown[: self.n] = self._data
+    def _reserve(self, n: int) -> None:
+        if n > len(self._data):
+            grown = np.full(max(n, 2 * len(self._data)), self._fill, dtype=self._data.dtype)
+            grown[: self.n] = self._data[: self.n]
             self._data = grown
-        self._data[self.n] = value
-        self.n += 1
 
-    def __setitem__(self, i: int, value: float | int | bool) -> None:
+    def extend(self, values) -> None:
+        values = np.asarray(values, dtype=self._data.dtype)
+        self._reserve(self.n + len(values))
+        self._data[self.n : self.n + len(values)] = values
+        self.n += len(values)
+
+    def grow_to(self, n: int) -> None:
+        """Pad with the fill value up to length ``n``."""
+        if n > self.n:
+            self._reserve(n)
+            self._data[self.n : n] = self._fill
+            self.n = n
+
+    def __setitem__(self, i, value) -> None:
         self._data[i] = value
 
     @property
     def values(self) -> np.ndarray:
         return self._data[: self.n]
+
+
+class _Postings:
+    """Term id -> (slots, term frequencies): a bulk-built CSR part plus per-term additions."""
+
+    def __init__(self):
+        self._slots = np.empty(0, np.int64)
+        self._tf = np.empty(0, np.float64)
+        self._offsets = np.zeros(1, np.int64)
+        self._extra: dict[int, tuple[list[int], list[float]]] = {}
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.df = _Column(np.int64)  # live lessons per term
+
+    def add(self, term_ids: np.ndarray, slots: np.ndarray, tfs: np.ndarray, n_terms: int) -> None:
+        """Add (term, slot, tf) triples, sorted by term then slot, each pair once."""
+        self.df.grow_to(n_terms)
+        self.df.values[:] += np.bincount(term_ids, minlength=n_terms)
+        if len(self._slots) == 0 and not self._extra:
+            self._slots, self._tf = slots.astype(np.int64), tfs.astype(np.float64)
+            counts = np.bincount(term_ids, minlength=n_terms)
+            self._offsets = np.concatenate([[0], np.cumsum(counts)])
+            self._cache.clear()
+            return
+        for term, slot, tf in zip(term_ids.tolist(), slots.tolist(), tfs.tolist(), strict=True):
+            extra = self._extra.get(term)
+            if extra is None:
+                extra = self._extra[term] = ([], [])
+            extra[0].append(slot)
+            extra[1].append(tf)
+            self._cache.pop(term, None)
+
+    def get(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
+        cached = self._cache.get(term_id)
+        if cached is None:
+            if term_id + 1 < len(self._offsets):
+                lo, hi = self._offsets[term_id], self._offsets[term_id + 1]
+                slots, tf = self._slots[lo:hi], self._tf[lo:hi]
+            else:
+                slots, tf = self._slots[:0], self._tf[:0]
+            extra = self._extra.get(term_id)
+            if extra:
+                slots = np.concatenate([slots, np.asarray(extra[0], np.int64)])
+                tf = np.concatenate([tf, np.asarray(extra[1], np.float64)])
+            cached = self._cache[term_id] = (slots, tf)
+        return cached
+
+
+def _triples(term_ids: np.ndarray, slots: np.ndarray, n_slots_hint: int):
+    """Distinct (term, slot) pairs with counts, sorted by term then slot."""
+    if len(term_ids) == 0:
+        empty = np.empty(0, np.int64)
+        return empty, empty, empty
+    width = np.int64(max(n_slots_hint, int(slots.max()) + 1))
+    keys, counts = np.unique(term_ids.astype(np.int64) * width + slots, return_counts=True)
+    return keys // width, keys % width, counts
 
 
 class LessonIndex:
@@ -90,87 +171,139 @@ class LessonIndex:
         self.has_src = _Column(bool, False)
         self.src_mask = _Column(np.uint64)  # tags inferred from source_task
         self.content_mask = _Column(np.uint64)  # tags inferred from trigger + fix
-        self.vocab: dict[str, int] = {}
-        self._post_docs: list[list[int]] = []
-        self._post_tf: list[list[int]] = []
-        self._arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._df: list[int] = []  # live lessons per term
-        self._indexed_tags: list[tuple[str, ...]] = []  # tags as they were indexed
         self.total_len = 0.0
         self.n_alive = 0
-        self.trigger_terms: list[frozenset[str]] = []
-        self.trigger_postings: dict[str, set[int]] = {}
-        for lesson in lessons or ():
-            self.add(lesson)
+        self.vocab: dict[str, int] = {}  # term -> term id
+        self._word_ids: dict[bytes, int] = {}
+        self._word_term = _Column(np.int64, -1)  # word id -> term id, -1 for a stop word
+        self._word_mask = _Column(np.uint64)  # word id -> tags the word implies
+        self._postings = _Postings()
+        self._trigger_postings = _Postings()
+        self._indexed_tags: list[tuple[str, ...]] = []
+        self._tag_masks: dict[tuple[str, ...], tuple[int, int]] = {}
+        self._src_masks: dict[str, int] = {}
+        if lessons:
+            self.add_many(lessons)
 
     # ---------------------------------------------------------------- updates
     def add(self, lesson: Lesson) -> int:
-        """Index a lesson in a new slot; a lesson with a known id replaces the old slot."""
-        old = self.by_id.get(lesson.id)
-        if old is not None:
-            self.remove(lesson.id)
-        slot = len(self.slots)
-        self.slots.append(lesson)
-        self.by_id[lesson.id] = slot
-        self.alive.append(True)
-        for col in (self.ts, self.last, self.confidence, self.used, self.doc_len):
-            col.append(0)
-        for col in (self.n_distinct, self.tags_mask, self.tags_closure):
-            col.append(0)
-        for col in (self.src_mask, self.content_mask):
-            col.append(0)
-        self.has_tags.append(False)
-        self.has_src.append(False)
-        self.ts[slot] = lesson.ts
-        self._set_scalars(slot, lesson)
-        self._set_tags(slot, lesson)
-        self.src_mask[slot] = tag_mask(infer_tags_from_text(lesson.source_task))
-        self.has_src[slot] = bool(lesson.source_task)
-        self.content_mask[slot] = tag_mask(infer_tags_from_text(lesson.text))
+        """Index one lesson in a new slot; returns the slot."""
+        self.add_many([lesson])
+        return len(self.slots) - 1
 
-        self._indexed_tags.append(tuple(lesson.tags))
-        counts = self._doc_terms(slot)
-        self.doc_len[slot] = float(sum(counts.values()))
-        self.n_distinct[slot] = float(len(counts))
-        self.total_len += self.doc_len.values[slot]
-        self.n_alive += 1
-        vocab, docs, tfs = self.vocab, self._post_docs, self._post_tf
-        for term, tf in counts.items():
-            tid = vocab.get(term)
-            if tid is None:
-                tid = vocab[term] = len(docs)
-                docs.append([])
-                tfs.append([])
-                self._df.append(0)
-            self._df[tid] += 1
-            docs[tid].append(slot)
-            tfs[tid].append(tf)
-            self._arrays.pop(tid, None)
+    def _word_ids_of(self, tokens: list[bytes]) -> np.ndarray:
+        ids = self._word_ids
+        known = len(ids)
+        for word in set(tokens).difference(ids):
+            ids[word] = len(ids)
+        if len(ids) > known:  # new words: decide their term and tags once per word
+            new = list(islice(reversed(ids), len(ids) - known))[::-1]
+            vocab = self.vocab
+            term_ids = [
+                -1 if term is None or word == FIELD_BREAK else vocab.setdefault(term, len(vocab))
+                for word, term in zip(new, terms_of(new), strict=True)
+            ]
+            self._word_term.extend(term_ids)
+            self._word_mask.extend([tag_mask(_word_tags(w)) if w in TAG_WORDS else 0 for w in new])
+        return np.fromiter(map(ids.__getitem__, tokens), np.int64, len(tokens))
 
-        trig = frozenset(term_set(lesson.trigger))
-        self.trigger_terms.append(trig)
-        for term in trig:
-            self.trigger_postings.setdefault(term, set()).add(slot)
-        return slot
+    def add_many(self, lessons: list[Lesson]) -> None:
+        """Index lessons in new slots, in order (vectorised; see the module docstring)."""
+        if not lessons:
+            return
+        first, n = len(self.slots), len(lessons)
+        for i, lesson in enumerate(lessons):
+            if lesson.id in self.by_id:
+                self.remove(lesson.id)
+            self.by_id[lesson.id] = first + i
+        self.slots.extend(lessons)
+        self.alive.extend(np.ones(n, bool))
+        self.n_alive += n
+        tags = [tuple(x.tags) for x in lessons]
+        self._indexed_tags.extend(tags)
 
-    def _doc_terms(self, slot: int) -> Counter[str]:
-        """A slot's search terms with their counts: trigger, fix and tags as indexed."""
-        lesson = self.slots[slot]
-        assert lesson is not None
-        return Counter(terms(f"{lesson.text} {' '.join(self._indexed_tags[slot])}"))
+        # One pass over every trigger, fix and tag list: word ids, and for each
+        # word its slot and field (0 trigger, 1 fix, 2 tags).
+        fields: list[str] = []
+        for lesson, key in zip(lessons, tags, strict=True):
+            fields += (lesson.trigger, lesson.fix, " ".join(key))
+        word_ids = self._word_ids_of(words_of_fields(fields))
+        breaks = word_ids == self._word_ids[FIELD_BREAK]
+        field_no = np.cumsum(breaks) - breaks
+        word_ids, field_no = word_ids[~breaks], field_no[~breaks]
+        rel_slot, field = np.divmod(field_no, 3)
+        token_slot = rel_slot + first
+
+        # content tags: OR of the text words' masks, then phrases and file extensions
+        masks = np.where(field < 2, self._word_mask.values[word_ids], np.uint64(0))
+        counts = np.bincount(rel_slot, minlength=n)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        content = np.zeros(n, np.uint64)
+        if len(masks):
+            nonempty = counts > 0
+            content[nonempty] = np.bitwise_or.reduceat(masks, starts[nonempty])
+        positions, found, text_starts = special_hits([x.text.lower() for x in lessons])
+        if positions:
+            tag_bits = {tag: tag_mask(implied_by(tag)) for tag in set(found)}
+            docs = np.searchsorted(np.asarray(text_starts), np.asarray(positions), "right") - 1
+            bits = np.fromiter(map(tag_bits.__getitem__, found), np.uint64, len(found))
+            np.bitwise_or.at(content, docs, bits)
+        self.content_mask.extend(content)
+
+        term_ids = self._word_term.values[word_ids]
+        real = term_ids >= 0
+        n_terms = len(self.vocab)
+        t_terms, t_slots, t_tf = _triples(term_ids[real], token_slot[real], first + n)
+        self._postings.add(t_terms, t_slots, t_tf, n_terms)
+        lengths = np.bincount(rel_slot[real], minlength=n).astype(np.float64)
+        self.doc_len.extend(lengths)
+        self.total_len += float(lengths.sum())
+        self.n_distinct.extend(np.bincount(t_slots - first, minlength=n).astype(np.float64))
+        trig = real & (field == 0)
+        g_terms, g_slots, g_tf = _triples(term_ids[trig], token_slot[trig], first + n)
+        self._trigger_postings.add(g_terms, g_slots, g_tf, n_terms)
+
+        self.ts.extend(np.fromiter((x.ts for x in lessons), np.float64, n))
+        self.last.extend(np.fromiter((x.ts if x.last_used_ts is None else x.last_used_ts
+                                      for x in lessons), np.float64, n))  # fmt: skip
+        self.confidence.extend(np.fromiter((x.confidence for x in lessons), np.float64, n))
+        self.used.extend(np.fromiter((x.used for x in lessons), np.float64, n))
+        tag_masks = [self._tag_masks_of(key) for key in tags]
+        self.has_tags.extend([bool(key) for key in tags])
+        self.tags_mask.extend(np.fromiter((m[0] for m in tag_masks), np.uint64, n))
+        self.tags_closure.extend(np.fromiter((m[1] for m in tag_masks), np.uint64, n))
+        self.has_src.extend(np.fromiter((bool(x.source_task) for x in lessons), bool, n))
+        self.src_mask.extend(np.fromiter(map(self._src_mask, lessons), np.uint64, n))
+
+    def _tag_masks_of(self, key: tuple[str, ...]) -> tuple[int, int]:
+        masks = self._tag_masks.get(key)
+        if masks is None:
+            own = set(key)
+            masks = self._tag_masks[key] = (tag_mask(own), tag_mask(own | stack_tags(own)))
+        return masks
+
+    def _src_mask(self, lesson: Lesson) -> int:
+        src = lesson.source_task
+        mask = self._src_masks.get(src)
+        if mask is None:
+            mask = self._src_masks[src] = tag_mask(infer_tags_from_text(src))
+        return mask
 
     def remove(self, lesson_id: str) -> None:
-        """Mark a lesson's slot dead (its postings stay, masked out by ``alive``)."""
-        slot = self.by_id[lesson_id]
-        for term in self._doc_terms(slot):
-            self._df[self.vocab[term]] -= 1
-        del self.by_id[lesson_id]
+        """Mark a lesson's slot dead and take its terms out of the document frequencies."""
+        slot = self.by_id.pop(lesson_id)
+        lesson = self.slots[slot]
+        assert lesson is not None
+        for postings, text in (
+            (self._postings, f"{lesson.text} {' '.join(self._indexed_tags[slot])}"),
+            (self._trigger_postings, lesson.trigger),
+        ):
+            for term in term_set(text):
+                postings.df.values[self.vocab[term]] -= 1
         self.slots[slot] = None
         self.alive[slot] = False
         self.total_len -= self.doc_len.values[slot]
         self.n_alive -= 1
-        for term in self.trigger_terms[slot]:
-            self.trigger_postings[term].discard(slot)
 
     def update(self, lesson: Lesson) -> None:
         """Refresh the columns that boost, penalty and merge change (text stays the same)."""
@@ -184,32 +317,38 @@ class LessonIndex:
         self.used[slot] = lesson.used
 
     def _set_tags(self, slot: int, lesson: Lesson) -> None:
-        self.has_tags[slot] = bool(lesson.tags)
-        self.tags_mask[slot] = tag_mask(lesson.tags)
-        self.tags_closure[slot] = tag_mask(set(lesson.tags) | stack_tags(set(lesson.tags)))
+        key = tuple(lesson.tags)
+        self.has_tags[slot] = bool(key)
+        self.tags_mask[slot], self.tags_closure[slot] = self._tag_masks_of(key)
 
     # ---------------------------------------------------------------- queries
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """(slots, term frequencies) of a term, as cached numpy arrays."""
+        """(slots, term frequencies) of a search term; dead slots included."""
         tid = self.vocab.get(term)
-        if tid is None:
-            return None
-        arrays = self._arrays.get(tid)
-        if arrays is None:
-            arrays = (
-                np.asarray(self._post_docs[tid], dtype=np.int64),
-                np.asarray(self._post_tf[tid], dtype=np.float64),
-            )
-            self._arrays[tid] = arrays
-        return arrays
+        return None if tid is None else self._postings.get(tid)
 
     def document_frequency(self, term: str) -> int:
         """How many live lessons contain ``term``."""
         tid = self.vocab.get(term)
-        return 0 if tid is None else self._df[tid]
+        return (
+            0 if tid is None or tid >= self._postings.df.n else int(self._postings.df.values[tid])
+        )
+
+    def trigger_slots(self, term: str) -> np.ndarray:
+        """Slots of the lessons whose trigger has ``term``; dead slots included."""
+        tid = self.vocab.get(term)
+        return np.empty(0, np.int64) if tid is None else self._trigger_postings.get(tid)[0]
+
+    def trigger_frequency(self, term: str) -> int:
+        tid = self.vocab.get(term)
+        df = self._trigger_postings.df
+        return 0 if tid is None or tid >= df.n else int(df.values[tid])
 
     def doc_terms(self, slot: int) -> Counter[str]:
-        return self._doc_terms(slot)
+        """A slot's search terms with their counts: trigger, fix and tags as indexed."""
+        lesson = self.slots[slot]
+        assert lesson is not None
+        return Counter(terms(f"{lesson.text} {' '.join(self._indexed_tags[slot])}"))
 
     def lessons(self) -> list[Lesson]:
         return [lesson for lesson in self.slots if lesson is not None]

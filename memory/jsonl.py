@@ -34,6 +34,8 @@ from typing import Generic, TypeVar
 from filelock import FileLock
 from pydantic import BaseModel, ValidationError
 
+from memory.gcpause import paused_gc
+
 R = TypeVar("R", bound=BaseModel)
 
 
@@ -138,9 +140,10 @@ class JsonlFile(Generic[R]):
         body, tail = data[:end], data[end:]
         validate = self.model.model_validate_json
         lineno = self._lines
-        for line in body.split(b"\n")[:-1]:
-            lineno += 1
-            self._accept(line, lineno, validate, added)
+        with paused_gc():
+            for line in body.split(b"\n")[:-1]:
+                lineno += 1
+                self._accept(line, lineno, validate, added)
         self._lines = lineno
         self._offset += end
         if tail.strip():

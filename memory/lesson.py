@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Container
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -74,7 +75,7 @@ def content_id(lesson: Lesson, salt: int = 0) -> str:
     return hashlib.blake2b(key.encode(), digest_size=4).hexdigest()
 
 
-def assign_id(lesson: Lesson, taken: dict[str, object] | set[str]) -> str:
+def assign_id(lesson: Lesson, taken: Container[str]) -> str:
     """Give ``lesson`` an id if it has none (or a taken one); return it."""
     if lesson.id and lesson.id not in taken:
         return lesson.id

@@ -18,11 +18,12 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 from pydantic import BaseModel
 
 from memory.dedup import find_duplicate, merge_into
+from memory.gcpause import paused_gc
 from memory.index import LessonIndex
 from memory.jsonl import Change, JsonlFile
 from memory.lesson import LESSON_TYPES, Lesson, assign_id
@@ -39,6 +40,16 @@ class LessonNotFound(KeyError):
 
     def __str__(self) -> str:
         return f"no lesson with id {self.args[0]!r}"
+
+
+class _Taken:
+    """The ids in use: those indexed and those given out in the batch being added."""
+
+    def __init__(self, *containers: Container[str]):
+        self.containers = containers
+
+    def __contains__(self, lesson_id: object) -> bool:
+        return any(lesson_id in c for c in self.containers)
 
 
 class MemoryStats(BaseModel):
@@ -75,16 +86,17 @@ class MemoryStore:
 
     def _apply(self, change: Change[Lesson]) -> LessonIndex:
         if self._index is None or change.reset:
-            index = LessonIndex()
-            for lesson in self.file.records:
-                assign_id(lesson, index.by_id)
-                index.add(lesson)
-            self._index = index
+            self._index, added = LessonIndex(), self.file.records
         else:
-            for lesson in change.added:
-                assign_id(lesson, self._index.by_id)
-                self._index.add(lesson)
-        return self._index
+            added = change.added
+        index = self._index
+        batch: set[str] = set()
+        taken = _Taken(index.by_id, batch)
+        with paused_gc():
+            for lesson in added:
+                batch.add(assign_id(lesson, taken))
+            index.add_many(added)
+        return index
 
     def _rewrite(self, index: LessonIndex) -> None:
         try:

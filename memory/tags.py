@@ -16,6 +16,9 @@ lesson was learned, not which ecosystem it belongs to.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+
+from memory.tokens import words
 
 LANGUAGE_TAGS = frozenset(
     {"python", "typescript", "javascript", "node", "go", "rust", "php", "html", "css"}
@@ -96,10 +99,9 @@ _EXTENSIONS = {
     "go": "go",
     "php": "php",
 }
-_WORD = re.compile(r"[a-z0-9_]+")
-_EXT = re.compile(r"\w\.(py|tsx?|jsx?|mjs|rs|go|php)\b")
 _PHRASES = {
     "browser extension": "browser_extension",
+    "browser_extension": "browser_extension",
     "chrome extension": "browser_extension",
     "firefox extension": "browser_extension",
     "manifest v3": "browser_extension",
@@ -109,29 +111,85 @@ _PHRASES = {
     "requirements.txt": "python",
     "pyproject.toml": "python",
 }
+# A file extension: a dot that follows a word character and ends a word.
+_EXT = re.compile(r"\.(" + "|".join(sorted(_EXTENSIONS, key=len, reverse=True)) + r")\b")
+
+
+@lru_cache(maxsize=1 << 18)
+def word_tags(word: bytes) -> frozenset[str]:
+    """The tags one word stands for: itself if it is a known tag, plus what it implies."""
+    text = word.decode("ascii")
+    implied = _IMPLIES.get(text, frozenset())
+    return implied | {text} if text in KNOWN_TAGS else implied
+
+
+TAG_WORDS = frozenset(w.encode() for w in KNOWN_TAGS | _IMPLIES.keys())
+"""The words that stand for some tag; every other word stands for none."""
+
+
+def special_tags(lowered: str) -> set[str]:
+    """Tags from phrases and file extensions in lower-cased text."""
+    found = [tag for phrase, tag in _PHRASES.items() if phrase in lowered]
+    if "." in lowered:
+        for match in _EXT.finditer(lowered):
+            if _word_before(lowered, match.start()):
+                found.append(_EXTENSIONS[match.group(1)])
+    tags: set[str] = set()
+    for tag in found:
+        tags |= implied_by(tag)
+    return tags
+
+
+def _word_before(text: str, pos: int) -> bool:
+    before = text[pos - 1 : pos]
+    return before.isalnum() or before == "_"
+
+
+def special_hits(lowered: list[str]) -> tuple[list[int], list[str], list[int]]:
+    """``special_tags`` of many lower-cased texts in one pass.
+
+    Returns the positions of the hits in the texts joined by newlines, the tag
+    each hit stands for, and where each text starts in that joined string.
+    """
+    joined = "\n".join(lowered)
+    starts = [0] * len(lowered)
+    for i in range(1, len(lowered)):
+        starts[i] = starts[i - 1] + len(lowered[i - 1]) + 1
+    positions: list[int] = []
+    tags: list[str] = []
+    for phrase, tag in _PHRASES.items():
+        pos = joined.find(phrase)
+        while pos >= 0:
+            positions.append(pos)
+            tags.append(tag)
+            pos = joined.find(phrase, pos + 1)
+    hits = [(m.start(), m.group(1)) for m in _EXT.finditer(joined)]
+    for pos, ext in hits:
+        if _word_before(joined, pos):
+            positions.append(pos)
+            tags.append(_EXTENSIONS[ext])
+    return positions, tags, starts
+
+
+def implied_by(tag: str) -> frozenset[str]:
+    """A tag with the tags it implies."""
+    return _IMPLIES.get(tag, frozenset({tag}))
 
 
 def infer_task_tags(text: str) -> set[str]:
     """Known tags that appear literally, as whole words, in ``text``."""
-    return set(_WORD.findall(text.lower())) & KNOWN_TAGS
+    found = {w.decode() for w in words(text)} & KNOWN_TAGS
+    if "browser_extension" in text.lower():
+        found.add("browser_extension")
+    return found
 
 
 def infer_tags_from_text(text: str) -> set[str]:
     """Known tags in ``text`` plus those implied by synonyms, phrases and file extensions."""
-    low = text.lower()
-    words = set(_WORD.findall(low))
-    tags = words & KNOWN_TAGS
-    for word in words:
-        implied = _IMPLIES.get(word)
-        if implied:
-            tags |= implied
-    for phrase, tag in _PHRASES.items():
-        if phrase in low:
-            tags |= _IMPLIES.get(tag, frozenset({tag}))
-    for ext in _EXT.findall(low):
-        lang = _EXTENSIONS[ext]
-        tags |= _IMPLIES.get(lang, frozenset({lang}))
-    return tags
+    tags: set[str] = set()
+    for word in set(words(text)):
+        tags |= word_tags(word)
+    return tags | special_tags(text.lower())
 
 
 def stack_tags(tags: set[str] | frozenset[str]) -> set[str]:

@@ -1,0 +1,81 @@
+"""Phase budgets: the p90 x 1.2 rule, the 3-row minimum, tag matching, the legacy file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory import PhaseBudgets
+from phases import DEFAULT_ROUNDS, PHASES
+from tests.conftest import CORPUS_BUDGETS
+
+
+@pytest.fixture
+def history(home) -> PhaseBudgets:
+    return PhaseBudgets(home / "phase_budgets.jsonl")
+
+
+def test_no_history_gives_the_defaults_and_says_so(history):
+    budgets = history.compute_budgets({"python"})
+    assert list(budgets) == list(PHASES)
+    for phase, b in budgets.items():
+        assert b.rounds == b.default == DEFAULT_ROUNDS[phase]
+        assert b.samples == 0 and b.p90 is None and "fewer than 3" in b.reason
+
+
+def test_p90_times_1_2_rounded_up_when_above_the_default(history):
+    for rounds in (10, 20, 30, 40, 50):
+        history.record_phase_outcome("build", rounds, n_files=4, tags=["python"], outcome="passed")
+    b = history.compute_budgets(["python"])["build"]
+    # numpy p90 of 10..50 = 46; x 1.2 = 55.2 -> 56
+    assert (b.samples, b.p90, b.rounds) == (5, 46.0, 56)
+    assert b.reason.startswith("history: p90 46 x 1.2 = 55.2")
+
+
+def test_default_wins_when_history_needs_less(history):
+    for rounds in (2, 3, 4):
+        history.record_phase_outcome("build", rounds, tags=["python"])
+    b = history.compute_budgets(["python"])["build"]
+    assert b.rounds == DEFAULT_ROUNDS["build"] and b.samples == 3
+    assert b.reason.startswith("default: p90")
+
+
+def test_three_matching_rows_are_needed(history):
+    for rounds in (100, 100):
+        history.record_phase_outcome("scaffold", rounds, tags=["go"])
+    assert history.compute_budgets(["go"])["scaffold"].rounds == DEFAULT_ROUNDS["scaffold"]
+    history.record_phase_outcome("scaffold", 100, tags=["go"])
+    assert history.compute_budgets(["go"])["scaffold"].rounds == 120
+
+
+def test_only_rows_whose_tags_overlap_the_task_count(history):
+    for _ in range(3):
+        history.record_phase_outcome("integrate", 90, tags=["pygame", "python"])
+        history.record_phase_outcome("integrate", 5, tags=["typescript"])
+    assert history.compute_budgets(["pygame"])["integrate"].rounds == 108
+    assert (
+        history.compute_budgets(["typescript"])["integrate"].rounds == DEFAULT_ROUNDS["integrate"]
+    )
+    assert history.compute_budgets([])["integrate"].reason.startswith("default: no task tags")
+
+
+def test_unknown_phase_is_refused(history):
+    with pytest.raises(ValueError, match="unknown phase"):
+        history.record_phase_outcome("review", 3)
+
+
+def test_the_legacy_history_loads_without_loss(corpus_home):
+    source = [json.loads(line) for line in CORPUS_BUDGETS.read_text().splitlines()]
+    history = PhaseBudgets(corpus_home / "phase_budgets.jsonl")
+    rows = history.rows()
+    assert len(rows) == len(source) == 261
+    for row, loaded in zip(source, rows, strict=True):
+        dumped = loaded.model_dump()
+        assert {k: dumped[k] for k in row} == row
+    assert {r.phase for r in rows} >= {"review", "wiring"}
+    history.record_phase_outcome("plan", 2, tags=["flask"], outcome="passed")
+    lines = (corpus_home / "phase_budgets.jsonl").read_text().splitlines()
+    assert len(lines) == 262 and json.loads(lines[-1])["outcome"] == "passed"
+    budgets = history.compute_budgets(["flask", "sqlite"])
+    assert budgets["build"].samples > 3 and budgets["build"].rounds > DEFAULT_ROUNDS["build"]
