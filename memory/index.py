@@ -126,6 +126,27 @@ class _Postings:
             extra[1].append(tf)
             self._cache.pop(term, None)
 
+    @property
+    def compact(self) -> bool:
+        return not self._extra
+
+    def state(self, prefix: str) -> dict[str, np.ndarray]:
+        return {
+            f"{prefix}_slots": self._slots.astype(np.int32),
+            f"{prefix}_tf": self._tf.astype(np.float32),
+            f"{prefix}_offsets": self._offsets,
+            f"{prefix}_df": self.df.values,
+        }
+
+    @classmethod
+    def from_state(cls, state, prefix: str) -> _Postings:
+        postings = cls()
+        postings._slots = state[f"{prefix}_slots"].astype(np.int64)
+        postings._tf = state[f"{prefix}_tf"].astype(np.float64)
+        postings._offsets = state[f"{prefix}_offsets"]
+        postings.df.extend(state[f"{prefix}_df"])
+        return postings
+
     def get(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
         cached = self._cache.get(term_id)
         if cached is None:
@@ -209,8 +230,13 @@ class LessonIndex:
 
     def add_many(self, lessons: list[Lesson]) -> None:
         """Index lessons in new slots, in order (vectorised; see the module docstring)."""
-        if not lessons:
-            return
+        if lessons:
+            first = len(self.slots)
+            self._add_columns(lessons)
+            self._add_text(lessons, first)
+
+    def _add_columns(self, lessons: list[Lesson]) -> None:
+        """Slots and the per-lesson columns that do not depend on the text."""
         first, n = len(self.slots), len(lessons)
         for i, lesson in enumerate(lessons):
             if lesson.id in self.by_id:
@@ -221,12 +247,25 @@ class LessonIndex:
         self.n_alive += n
         tags = [tuple(x.tags) for x in lessons]
         self._indexed_tags.extend(tags)
+        self.ts.extend(np.fromiter((x.ts for x in lessons), np.float64, n))
+        self.last.extend(np.fromiter((x.ts if x.last_used_ts is None else x.last_used_ts
+                                      for x in lessons), np.float64, n))  # fmt: skip
+        self.confidence.extend(np.fromiter((x.confidence for x in lessons), np.float64, n))
+        self.used.extend(np.fromiter((x.used for x in lessons), np.float64, n))
+        tag_masks = [self._tag_masks_of(key) for key in tags]
+        self.has_tags.extend([bool(key) for key in tags])
+        self.tags_mask.extend(np.fromiter((m[0] for m in tag_masks), np.uint64, n))
+        self.tags_closure.extend(np.fromiter((m[1] for m in tag_masks), np.uint64, n))
+        self.has_src.extend(np.fromiter((bool(x.source_task) for x in lessons), bool, n))
 
+    def _add_text(self, lessons: list[Lesson], first: int) -> None:
+        """Postings, lengths and inferred tags: everything read from the lessons' text."""
+        n = len(lessons)
         # One pass over every trigger, fix and tag list: word ids, and for each
         # word its slot and field (0 trigger, 1 fix, 2 tags).
         fields: list[str] = []
-        for lesson, key in zip(lessons, tags, strict=True):
-            fields += (lesson.trigger, lesson.fix, " ".join(key))
+        for lesson in lessons:
+            fields += (lesson.trigger, lesson.fix, " ".join(lesson.tags))
         word_ids = self._word_ids_of(words_of_fields(fields))
         breaks = word_ids == self._word_ids[FIELD_BREAK]
         field_no = np.cumsum(breaks) - breaks
@@ -249,6 +288,7 @@ class LessonIndex:
             bits = np.fromiter(map(tag_bits.__getitem__, found), np.uint64, len(found))
             np.bitwise_or.at(content, docs, bits)
         self.content_mask.extend(content)
+        self.src_mask.extend(np.fromiter(map(self._src_mask, lessons), np.uint64, n))
 
         term_ids = self._word_term.values[word_ids]
         real = term_ids >= 0
@@ -263,17 +303,44 @@ class LessonIndex:
         g_terms, g_slots, g_tf = _triples(term_ids[trig], token_slot[trig], first + n)
         self._trigger_postings.add(g_terms, g_slots, g_tf, n_terms)
 
-        self.ts.extend(np.fromiter((x.ts for x in lessons), np.float64, n))
-        self.last.extend(np.fromiter((x.ts if x.last_used_ts is None else x.last_used_ts
-                                      for x in lessons), np.float64, n))  # fmt: skip
-        self.confidence.extend(np.fromiter((x.confidence for x in lessons), np.float64, n))
-        self.used.extend(np.fromiter((x.used for x in lessons), np.float64, n))
-        tag_masks = [self._tag_masks_of(key) for key in tags]
-        self.has_tags.extend([bool(key) for key in tags])
-        self.tags_mask.extend(np.fromiter((m[0] for m in tag_masks), np.uint64, n))
-        self.tags_closure.extend(np.fromiter((m[1] for m in tag_masks), np.uint64, n))
-        self.has_src.extend(np.fromiter((bool(x.source_task) for x in lessons), bool, n))
-        self.src_mask.extend(np.fromiter(map(self._src_mask, lessons), np.uint64, n))
+    # ---------------------------------------------------------------- snapshots
+    def text_state(self) -> dict[str, np.ndarray] | None:
+        """The text-derived arrays, for :mod:`memory.snapshot`; None unless compact."""
+        if self.n_alive != len(self.slots) or not (
+            self._postings.compact and self._trigger_postings.compact
+        ):
+            return None
+        words = list(self._word_ids)
+        return {
+            "words": np.frombuffer(b" ".join(words), np.uint8),
+            "word_term": self._word_term.values,
+            "word_mask": self._word_mask.values,
+            "vocab": np.frombuffer("\n".join(self.vocab).encode(), np.uint8),
+            "doc_len": self.doc_len.values,
+            "n_distinct": self.n_distinct.values,
+            "content_mask": self.content_mask.values,
+            "src_mask": self.src_mask.values,
+            **self._postings.state("terms"),
+            **self._trigger_postings.state("trigger"),
+        }
+
+    @classmethod
+    def from_text_state(cls, state, lessons: list[Lesson]) -> LessonIndex:
+        """An index of ``lessons`` whose text-derived arrays come from ``text_state``."""
+        index = cls()
+        index._add_columns(lessons)
+        words = state["words"].tobytes().split(b" ") if len(state["words"]) else []
+        index._word_ids = {w: i for i, w in enumerate(words)}
+        index._word_term.extend(state["word_term"])
+        index._word_mask.extend(state["word_mask"])
+        vocab = state["vocab"].tobytes().decode().split("\n") if len(state["vocab"]) else []
+        index.vocab = {term: i for i, term in enumerate(vocab)}
+        for name in ("doc_len", "n_distinct", "content_mask", "src_mask"):
+            getattr(index, name).extend(state[name])
+        index.total_len = float(index.doc_len.values.sum())
+        index._postings = _Postings.from_state(state, "terms")
+        index._trigger_postings = _Postings.from_state(state, "trigger")
+        return index
 
     def _tag_masks_of(self, key: tuple[str, ...]) -> tuple[int, int]:
         masks = self._tag_masks.get(key)

@@ -68,6 +68,16 @@ def _first_error(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+def _mode_of(path: Path) -> int:
+    """The permission bits a rewrite keeps: the file's own, else what umask allows."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 class JsonlFile(Generic[R]):
     """One JSONL file of ``model`` records, cached in memory and shared across processes."""
 
@@ -77,6 +87,7 @@ class JsonlFile(Generic[R]):
         self.lock = FileLock(str(self.path) + ".lock")
         self.rejected_path = self.path.with_name(self.path.name + ".rejected.jsonl")
         self.records: list[R] = []
+        self._raw: dict[int, bytes] = {}  # id(record) -> its line as read, reused by rewrites
         self.rejected: list[Rejected] = []
         self._stamp: tuple[int, int, int, int] | None = None  # dev, ino, size, mtime_ns
         self._offset = 0  # bytes consumed, always just after a newline or at a valid tail
@@ -118,7 +129,7 @@ class JsonlFile(Generic[R]):
             and stamp[2] >= self._offset
         )
         if not same_file:
-            self.records, self.rejected = [], []
+            self.records, self.rejected, self._raw = [], [], {}
             self._offset, self._lines, self._needs_newline = 0, 0, False
             self._torn_warned.clear()
         if stamp is None:
@@ -157,6 +168,7 @@ class JsonlFile(Generic[R]):
             else:
                 added.append(record)
                 self.records.append(record)
+                self._raw[id(record)] = tail
                 self._lines += 1
                 self._offset += len(tail)
                 self._needs_newline = True
@@ -176,6 +188,7 @@ class JsonlFile(Generic[R]):
             return
         added.append(record)
         self.records.append(record)
+        self._raw[id(record)] = line
 
     def _warn(self, lineno: int, what: str) -> None:
         warnings.warn(f"{self.path}:{lineno}: {what}", CorruptLineWarning, stacklevel=4)
@@ -218,16 +231,28 @@ class JsonlFile(Generic[R]):
         except FileNotFoundError:
             return False
 
-    def rewrite_locked(self, records: list[R]) -> None:
-        """Replace the file's records; the caller holds the lock and refreshed first."""
+    def rewrite_locked(self, records: list[R], changed: Iterable[R] = ()) -> None:
+        """Replace the file's records; the caller holds the lock and refreshed first.
+
+        A record read from the file and not listed in ``changed`` is written back
+        as the very line it was read from, which keeps large rewrites cheap.
+        """
         self._quarantine()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        stale = {id(r) for r in changed}
+        raw = self._raw
+        lines = []
+        for r in records:
+            line = None if id(r) in stale else raw.get(id(r))
+            if line is None:
+                line = raw[id(r)] = r.model_dump_json().encode()
+            lines.append(line)
+        lines.append(b"")
         fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
         try:
+            os.fchmod(fd, _mode_of(self.path))
             with os.fdopen(fd, "wb") as fh:
-                for r in records:
-                    fh.write(r.model_dump_json().encode())
-                    fh.write(b"\n")
+                fh.write(b"\n".join(lines))
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, self.path)
@@ -240,6 +265,7 @@ class JsonlFile(Generic[R]):
         finally:
             os.close(dir_fd)
         self.records = list(records)
+        self._raw = {id(r): raw[id(r)] for r in records}
         self.rejected = []
         self._lines = len(records)
         self._needs_newline = False

@@ -22,6 +22,7 @@ from collections.abc import Container, Iterable
 
 from pydantic import BaseModel
 
+from memory import snapshot
 from memory.dedup import find_duplicate, merge_into
 from memory.gcpause import paused_gc
 from memory.index import LessonIndex
@@ -74,6 +75,7 @@ class MemoryStore:
     def __init__(self, path: str | os.PathLike[str]):
         self.file: JsonlFile[Lesson] = JsonlFile(path, Lesson)
         self._index: LessonIndex | None = None
+        self._unsaved_ids: set[str] = set()  # ids derived in memory, not yet in the file
 
     @property
     def path(self):
@@ -85,22 +87,41 @@ class MemoryStore:
         return self._apply(change)
 
     def _apply(self, change: Change[Lesson]) -> LessonIndex:
-        if self._index is None or change.reset:
-            self._index, added = LessonIndex(), self.file.records
-        else:
-            added = change.added
-        index = self._index
+        full = self._index is None or change.reset
+        added = self.file.records if full else change.added
         batch: set[str] = set()
-        taken = _Taken(index.by_id, batch)
+        taken = _Taken(batch) if full else _Taken(self._index.by_id, batch)  # type: ignore[union-attr]
+        if full:
+            self._unsaved_ids.clear()
         with paused_gc():
             for lesson in added:
+                before = lesson.id
                 batch.add(assign_id(lesson, taken))
-            index.add_many(added)
+                if lesson.id != before:
+                    self._unsaved_ids.add(lesson.id)
+            if full:
+                self._index = self._full_index(added)
+            else:
+                self._index.add_many(added)  # type: ignore[union-attr]
+        return self._index  # type: ignore[return-value]
+
+    def _full_index(self, lessons: list[Lesson]) -> LessonIndex:
+        """Index every lesson, from the snapshot when it is valid (see :mod:`memory.snapshot`)."""
+        if len(lessons) < snapshot.MIN_LESSONS:
+            return LessonIndex(lessons)
+        path = snapshot.snapshot_path(self.path)
+        index = snapshot.load(path, lessons)
+        if index is None:
+            index = LessonIndex(lessons)
+            snapshot.save(index, path)
         return index
 
-    def _rewrite(self, index: LessonIndex) -> None:
+    def _rewrite(self, index: LessonIndex, changed: list[Lesson]) -> None:
+        """Write the index's lessons back; ``changed`` are those modified in memory."""
+        unsaved = [index.slots[index.by_id[i]] for i in self._unsaved_ids if i in index.by_id]
         try:
-            self.file.rewrite_locked(index.lessons())
+            self.file.rewrite_locked(index.lessons(), changed=[*changed, *unsaved])
+            self._unsaved_ids.clear()
         except BaseException:
             self.file.invalidate()
             self._index = None
@@ -149,7 +170,7 @@ class MemoryStore:
             if stored is not None:
                 merge_into(stored, lesson)
                 index.update(stored)
-                self._rewrite(index)
+                self._rewrite(index, [stored])
                 return stored, True
             new = lesson.model_copy(deep=True)
             assign_id(new, index.by_id)
@@ -165,23 +186,23 @@ class MemoryStore:
                 raise LessonNotFound(lesson_id)
             lesson = index.slots[slot]
             index.remove(lesson_id)
-            self._rewrite(index)
+            self._rewrite(index, [])
             return lesson  # type: ignore[return-value]
 
     def _modify(self, ids: Iterable[str], change) -> list[str]:
         """Apply ``change`` to each known lesson it accepts; one rewrite for all."""
         with self.file.lock:
             index = self._sync(locked=True)
-            done: list[str] = []
+            done: list[Lesson] = []
             for lesson_id in dict.fromkeys(ids):
                 slot = index.by_id.get(lesson_id)
                 lesson = None if slot is None else index.slots[slot]
                 if lesson is not None and change(lesson):
                     index.update(lesson)
-                    done.append(lesson_id)
+                    done.append(lesson)
             if done:
-                self._rewrite(index)
-            return done
+                self._rewrite(index, done)
+            return [lesson.id for lesson in done]
 
     def boost_confidence(self, ids: Iterable[str]) -> list[str]:
         """+0.1 confidence (max 1), +1 use, last used now; returns the ids boosted."""

@@ -55,7 +55,7 @@ def test_rewrite_moves_bad_lines_aside_instead_of_dropping_them(tmp_path):
     with f.lock, pytest.warns(CorruptLineWarning, match="moved 2 invalid line"):
         f.refresh_locked()
         f.rewrite_locked(f.records[:1])
-    assert lines(path) == ['{"n":1}']
+    assert lines(path) == ['{"n": 1}']  # an unchanged record keeps its very line
     kept = [json.loads(x) for x in lines(f.rejected_path)]
     assert [(k["lineno"], k["raw"]) for k in kept] == [(2, "not json"), (4, '{"n": 4, "tor')]
 
@@ -105,6 +105,20 @@ def test_growth_is_read_incrementally_and_a_replacement_from_scratch(tmp_path):
         other.rewrite_locked([Row(n=9)])  # another writer replaces the file
     change = mine.refresh()
     assert change.reset and [r.n for r in mine.records] == [9]
+
+
+def test_a_rewrite_serialises_changed_records_and_copies_the_rest(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"n": 1,  "x": 0}\n{"n": 2}\n')
+    f = JsonlFile(path, Row)
+    f.refresh()
+    one, two = f.records
+    two.n = 20
+    with f.lock:
+        f.refresh_locked()
+        f.rewrite_locked([one, two], changed=[two])
+    assert lines(path) == ['{"n": 1,  "x": 0}', '{"n":20}']
+    assert [r.n for r in JsonlFile(path, Row).refresh().added] == [1, 20]
 
 
 def test_blank_lines_are_ignored_without_warning(tmp_path):

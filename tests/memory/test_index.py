@@ -1,0 +1,128 @@
+"""The vectorised index agrees with the plain functions, and snapshots agree with full builds."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from memory import Lesson, MemoryStore, infer_tags_from_text, snapshot
+from memory.index import LessonIndex, tag_mask
+from memory.tokens import term_set, terms
+from tests.conftest import CORPUS_LESSONS
+
+
+@pytest.fixture
+def corpus() -> list[Lesson]:
+    lessons = [Lesson.model_validate_json(line) for line in CORPUS_LESSONS.read_text().splitlines()]
+    for i, lesson in enumerate(lessons):
+        lesson.id = f"c{i:07d}"
+    return lessons
+
+
+def test_bulk_and_one_by_one_indexing_agree_with_the_plain_functions(corpus):
+    bulk = LessonIndex(corpus)
+    single = LessonIndex()
+    for lesson in corpus:
+        single.add(lesson)
+    for index in (bulk, single):
+        for slot, lesson in enumerate(corpus):
+            assert index.content_mask.values[slot] == tag_mask(infer_tags_from_text(lesson.text))
+            expected = Counter(terms(f"{lesson.text} {' '.join(lesson.tags)}"))
+            assert index.doc_len.values[slot] == sum(expected.values())
+            assert index.n_distinct.values[slot] == len(expected)
+        for term in ("sqlite", "flask", "pytest", "fixtur", "tsconfig"):
+            slots, tf = index.postings(term)
+            want = {
+                i: Counter(terms(f"{x.text} {' '.join(x.tags)}"))[term]
+                for i, x in enumerate(corpus)
+            }
+            assert dict(zip(slots.tolist(), tf.tolist(), strict=True)) == {
+                i: c for i, c in want.items() if c
+            }
+            trig = {i for i, x in enumerate(corpus) if term in term_set(x.trigger)}
+            assert set(index.trigger_slots(term).tolist()) == trig
+            assert index.document_frequency(term) == sum(1 for c in want.values() if c)
+
+
+def test_removal_updates_document_frequencies(corpus):
+    index = LessonIndex(corpus[:50])
+    before = index.document_frequency("sqlite")
+    victim = next(x for x in corpus[:50] if "sqlite" in term_set(x.text))
+    index.remove(victim.id)
+    assert index.document_frequency("sqlite") == before - 1
+    assert index.n_alive == 49
+
+
+def write(path, lessons):
+    path.write_text("".join(x.model_dump_json() + "\n" for x in lessons))
+
+
+@pytest.fixture
+def small_snapshots(monkeypatch):
+    monkeypatch.setattr(snapshot, "MIN_LESSONS", 10)
+
+
+def recalls(store: MemoryStore) -> list[list[str]]:
+    tasks = ["Build a Flask todo API with SQLite", "React TypeScript dashboard with vitest",
+             "pygame snake game", "asyncio IRC server"]  # fmt: skip
+    return [[r.lesson.id for r in store.recall(t, now=1.8e9)] for t in tasks]
+
+
+def test_a_snapshot_gives_the_same_index_as_a_full_build(home, corpus, small_snapshots):
+    path = home / "memory.jsonl"
+    write(path, corpus)
+    first = MemoryStore(path)
+    expected = recalls(first)
+    assert snapshot.snapshot_path(path).exists()
+    restored = snapshot.load(snapshot.snapshot_path(path), MemoryStore(path).all())
+    assert restored is not None
+    for name in ("doc_len", "n_distinct", "content_mask", "src_mask", "tags_closure"):
+        assert np.array_equal(getattr(restored, name).values, getattr(first._index, name).values)
+    second = MemoryStore(path)
+    assert recalls(second) == expected
+    dup = corpus[7].model_copy(update={"id": ""})
+    assert second.add(dup) == (second.get(corpus[7].id), True)
+
+
+def test_appends_and_boosts_keep_the_snapshot_in_use(home, corpus, small_snapshots):
+    path = home / "memory.jsonl"
+    write(path, corpus[:300])
+    MemoryStore(path).all()
+    store = MemoryStore(path)
+    store.boost_confidence([corpus[3].id])
+    for lesson in corpus[300:330]:
+        store.save(lesson)
+    fresh = MemoryStore(path).all()
+    restored = snapshot.load(snapshot.snapshot_path(path), fresh)
+    assert restored is not None and restored.n_alive == 330
+    assert restored.confidence.values[3] == pytest.approx(min(1.0, corpus[3].confidence + 0.1))
+    full = LessonIndex(fresh)
+    assert np.array_equal(restored.doc_len.values, full.doc_len.values)
+    store_a, store_b = MemoryStore(path), MemoryStore(path)
+    snapshot_path = snapshot.snapshot_path(path)
+    snapshot_path.unlink()
+    assert recalls(store_a) == recalls(store_b)
+
+
+def test_a_changed_lesson_or_tokenizer_or_damage_means_a_full_build(home, corpus, small_snapshots,
+                                                                     monkeypatch):  # fmt: skip
+    path = home / "memory.jsonl"
+    write(path, corpus[:100])
+    MemoryStore(path).all()
+    snap = snapshot.snapshot_path(path)
+    lessons = MemoryStore(path).all()
+    assert snapshot.load(snap, lessons) is not None
+    changed = [x.model_copy() for x in lessons]
+    changed[5] = changed[5].model_copy(update={"tags": [*changed[5].tags, "rust"]})
+    assert snapshot.load(snap, changed) is None
+    assert snapshot.load(snap, lessons[:50]) is None  # lessons were removed
+    monkeypatch.setattr(snapshot, "FORMAT", 99)
+    assert snapshot.load(snap, lessons) is None
+    monkeypatch.undo()
+    snap.write_bytes(b"not a zip file")
+    assert snapshot.load(snap, lessons) is None
+    assert recalls(MemoryStore(path)) == recalls(MemoryStore(path))
+    json.loads(path.read_text().splitlines()[0])  # the memory file itself is untouched
