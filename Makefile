@@ -26,4 +26,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_memory.py
 
 clean:
-	rm -rf $(VENV) demo-home .pytest_cache .ruff_cache
+	rm -rf $(VENV) runs/demo-home .pytest_cache .ruff_cache

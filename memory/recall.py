@@ -79,6 +79,8 @@ class ScoreParts(BaseModel):
     confidence: float
     """Effective (decayed) confidence."""
     usage: float
+    stack: float = 0.0
+    """Share of the lesson's stack tags the task shares (default scorer only)."""
     penalty: float = 1.0
     """What the score was divided by."""
     penalties: list[str] = Field(default_factory=list)
@@ -109,6 +111,7 @@ class Scored:
     recency: np.ndarray
     confidence: np.ndarray
     usage: np.ndarray
+    stack: np.ndarray
     penalty: np.ndarray
     source_hit: np.ndarray
     content_hit: np.ndarray
@@ -166,9 +169,11 @@ class SeedScorer:
             index, tag_mask(infer_task_tags(task)), stack_only=False
         )
         score = (relevance + recency + confidence + usage) / penalty
+        stack = np.zeros(len(score))
         return Scored(
-            score, keep, relevance, recency, confidence, usage, penalty, source_hit, content_hit
-        )
+            score, keep, relevance, recency, confidence, usage, stack, penalty, source_hit,
+            content_hit,
+        )  # fmt: skip
 
 
 class RelevanceScorer:
@@ -224,13 +229,18 @@ class RelevanceScorer:
         recency = 1.0 / (1.0 + age / 30.0)
         confidence = index.confidence.values * decay_factor(age)
         usage = np.minimum(np.log1p(index.used.values) / math.log(101.0), 1.0)
-        adjust = self.w_conf * confidence + self.w_recency * recency + self.w_usage * usage
+        agreement = np.zeros(index.alive.n)
         if task_mask:
             stacks = index.tags_closure.values & STACK_MASK
             n_stacks = np.bitwise_count(stacks).astype(np.float64)
             shared = np.bitwise_count(stacks & np.uint64(task_mask)).astype(np.float64)
             agreement = np.where(n_stacks > 0, shared / np.maximum(n_stacks, 1.0), 0.5)
-            adjust = adjust + self.w_stack * agreement
+        adjust = (
+            self.w_conf * confidence
+            + self.w_recency * recency
+            + self.w_usage * usage
+            + self.w_stack * agreement
+        )
         factor = (1.0 + adjust) / penalty
         raw = self.bm25(index, task)
         if self.fb_docs:
@@ -245,6 +255,7 @@ class RelevanceScorer:
             recency,
             confidence,
             usage,
+            agreement,
             penalty,
             source_hit,
             content_hit,
@@ -288,6 +299,7 @@ def recall(
             recency=float(s.recency[i]),
             confidence=float(s.confidence[i]),
             usage=float(s.usage[i]),
+            stack=float(s.stack[i]),
             penalty=float(s.penalty[i]),
             penalties=penalties,
         )

@@ -140,7 +140,7 @@ def _recall_table(recalled: list[Recalled], explain: bool, title: str) -> Table:
     table.add_column("id", no_wrap=True)
     table.add_column("score", justify="right")
     if explain:
-        for name in ("relev", "recency", "conf", "usage", "÷"):
+        for name in ("relev", "recency", "conf", "usage", "stack", "÷"):
             table.add_column(name, justify="right")
         table.add_column("layers")
     table.add_column("lesson", overflow="fold")
@@ -154,7 +154,8 @@ def _recall_table(recalled: list[Recalled], explain: bool, title: str) -> Table:
         if explain:
             p = r.parts
             row += [f"{p.relevance:.3f}", f"{p.recency:.3f}", f"{p.confidence:.2f}"]
-            row += [f"{p.usage:.2f}", f"{p.penalty:g}", "; ".join(p.penalties) or "-"]
+            row += [f"{p.usage:.2f}", f"{p.stack:.2f}", f"{p.penalty:g}"]
+            row += ["; ".join(p.penalties) or "-"]
         table.add_row(*row, text)
     return table
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from memory import Lesson, MemoryStore
@@ -174,3 +175,25 @@ def test_recall_on_the_real_corpus_prefers_the_tasks_stack(corpus_home):
     stacks = {"typescript", "react", "vitest", "javascript", "node", "jest", "express"}
     for r in got:
         assert not r.lesson.tags or stacks & set(r.lesson.tags), r.lesson.tags
+
+
+def test_default_score_is_relevance_times_the_bounded_adjustments(store):
+    add(store, "flask session cookie too large", tags=["flask"], confidence=0.6, used=4,
+        ts=NOW - 10 * DAY)  # fmt: skip
+    add(store, "flask session stored client side", tags=["flask", "react", "vitest", "sqlite"],
+        type="architecture")  # fmt: skip
+    add(store, "session cookie secure flag", type="dependency")
+    got = {r.lesson.trigger: r for r in store.recall("flask session cookie", now=NOW)}
+    for r in got.values():
+        p = r.parts
+        factor = 1 + 0.15 * p.confidence + 0.05 * p.recency + 0.05 * p.usage + 0.5 * p.stack
+        assert r.score == pytest.approx(p.relevance * factor / p.penalty)
+    assert got["flask session cookie too large"].parts.stack == 1.0
+    # tags flask, react, vitest, sqlite; with implied languages: + python, javascript.
+    # The task's stacks (flask, python) cover 2 of those 6.
+    assert got["flask session stored client side"].parts.stack == pytest.approx(2 / 6)
+    assert got["session cookie secure flag"].parts.stack == 0.5  # untagged: neutral
+    assert got["flask session cookie too large"].parts.recency == pytest.approx(1 / (1 + 10 / 30))
+    assert got["flask session cookie too large"].parts.usage == pytest.approx(
+        np.log1p(4) / np.log(101)
+    )

@@ -120,8 +120,8 @@ def test_recall_explain_and_json_on_the_real_corpus(capsys, corpus_home):
     code, out, _ = run(capsys, "memory", "recall", task, "--limit", "3", "--json")
     got = json.loads(out)
     assert code == 0 and len(got) == 3
-    assert set(got[0]["parts"]) == {"relevance", "recency", "confidence", "usage", "penalty",
-                                    "penalties"}  # fmt: skip
+    assert set(got[0]["parts"]) == {"relevance", "recency", "confidence", "usage", "stack",
+                                    "penalty", "penalties"}  # fmt: skip
     assert got[0]["scorer"] == "default" and got[0]["parts"]["relevance"] == 1.0
     code, out, _ = run(capsys, "memory", "recall", task, "--explain", "--limit", "3")
     assert code == 0 and "relev" in out and "layers" in out and got[0]["lesson"]["id"] in out
