@@ -32,6 +32,7 @@ from itertools import islice
 
 import numpy as np
 
+from memory.arrays import Column, Postings, triples
 from memory.lesson import Lesson
 from memory.tags import (
     KNOWN_TAGS,
@@ -62,144 +63,33 @@ def tag_mask(tags) -> int:
 STACK_MASK = np.uint64(tag_mask(STACK_TAGS))
 
 
-class _Column:
-    """A growable numpy array (amortised O(1) append, in-place set)."""
-
-    def __init__(self, dtype, fill=0):
-        self._data = np.full(64, fill, dtype=dtype)
-        self._fill = fill
-        self.n = 0
-
-    def _reserve(self, n: int) -> None:
-        if n > len(self._data):
-            grown = np.full(max(n, 2 * len(self._data)), self._fill, dtype=self._data.dtype)
-            grown[: self.n] = self._data[: self.n]
-            self._data = grown
-
-    def extend(self, values) -> None:
-        values = np.asarray(values, dtype=self._data.dtype)
-        self._reserve(self.n + len(values))
-        self._data[self.n : self.n + len(values)] = values
-        self.n += len(values)
-
-    def grow_to(self, n: int) -> None:
-        """Pad with the fill value up to length ``n``."""
-        if n > self.n:
-            self._reserve(n)
-            self._data[self.n : n] = self._fill
-            self.n = n
-
-    def __setitem__(self, i, value) -> None:
-        self._data[i] = value
-
-    @property
-    def values(self) -> np.ndarray:
-        return self._data[: self.n]
-
-
-class _Postings:
-    """Term id -> (slots, term frequencies): a bulk-built CSR part plus per-term additions."""
-
-    def __init__(self):
-        self._slots = np.empty(0, np.int64)
-        self._tf = np.empty(0, np.float64)
-        self._offsets = np.zeros(1, np.int64)
-        self._extra: dict[int, tuple[list[int], list[float]]] = {}
-        self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self.df = _Column(np.int64)  # live lessons per term
-
-    def add(self, term_ids: np.ndarray, slots: np.ndarray, tfs: np.ndarray, n_terms: int) -> None:
-        """Add (term, slot, tf) triples, sorted by term then slot, each pair once."""
-        self.df.grow_to(n_terms)
-        self.df.values[:] += np.bincount(term_ids, minlength=n_terms)
-        if len(self._slots) == 0 and not self._extra:
-            self._slots, self._tf = slots.astype(np.int64), tfs.astype(np.float64)
-            counts = np.bincount(term_ids, minlength=n_terms)
-            self._offsets = np.concatenate([[0], np.cumsum(counts)])
-            self._cache.clear()
-            return
-        for term, slot, tf in zip(term_ids.tolist(), slots.tolist(), tfs.tolist(), strict=True):
-            extra = self._extra.get(term)
-            if extra is None:
-                extra = self._extra[term] = ([], [])
-            extra[0].append(slot)
-            extra[1].append(tf)
-            self._cache.pop(term, None)
-
-    @property
-    def compact(self) -> bool:
-        return not self._extra
-
-    def state(self, prefix: str) -> dict[str, np.ndarray]:
-        return {
-            f"{prefix}_slots": self._slots.astype(np.int32),
-            f"{prefix}_tf": self._tf.astype(np.float32),
-            f"{prefix}_offsets": self._offsets,
-            f"{prefix}_df": self.df.values,
-        }
-
-    @classmethod
-    def from_state(cls, state, prefix: str) -> _Postings:
-        postings = cls()
-        postings._slots = state[f"{prefix}_slots"].astype(np.int64)
-        postings._tf = state[f"{prefix}_tf"].astype(np.float64)
-        postings._offsets = state[f"{prefix}_offsets"]
-        postings.df.extend(state[f"{prefix}_df"])
-        return postings
-
-    def get(self, term_id: int) -> tuple[np.ndarray, np.ndarray]:
-        cached = self._cache.get(term_id)
-        if cached is None:
-            if term_id + 1 < len(self._offsets):
-                lo, hi = self._offsets[term_id], self._offsets[term_id + 1]
-                slots, tf = self._slots[lo:hi], self._tf[lo:hi]
-            else:
-                slots, tf = self._slots[:0], self._tf[:0]
-            extra = self._extra.get(term_id)
-            if extra:
-                slots = np.concatenate([slots, np.asarray(extra[0], np.int64)])
-                tf = np.concatenate([tf, np.asarray(extra[1], np.float64)])
-            cached = self._cache[term_id] = (slots, tf)
-        return cached
-
-
-def _triples(term_ids: np.ndarray, slots: np.ndarray, n_slots_hint: int):
-    """Distinct (term, slot) pairs with counts, sorted by term then slot."""
-    if len(term_ids) == 0:
-        empty = np.empty(0, np.int64)
-        return empty, empty, empty
-    width = np.int64(max(n_slots_hint, int(slots.max()) + 1))
-    keys, counts = np.unique(term_ids.astype(np.int64) * width + slots, return_counts=True)
-    return keys // width, keys % width, counts
-
-
 class LessonIndex:
     """Slots, columns and postings for a set of lessons."""
 
     def __init__(self, lessons: list[Lesson] | None = None):
         self.slots: list[Lesson | None] = []
         self.by_id: dict[str, int] = {}
-        self.alive = _Column(bool, False)
-        self.ts = _Column(np.float64)
-        self.last = _Column(np.float64)  # last_used_ts, else ts
-        self.confidence = _Column(np.float64)
-        self.used = _Column(np.float64)
-        self.doc_len = _Column(np.float64)  # number of terms (BM25 length)
-        self.n_distinct = _Column(np.float64)  # distinct terms (seed keyword overlap)
-        self.has_tags = _Column(bool, False)
-        self.tags_mask = _Column(np.uint64)  # the lesson's own known tags
-        self.tags_closure = _Column(np.uint64)  # ... plus the languages they imply
-        self.has_src = _Column(bool, False)
-        self.src_mask = _Column(np.uint64)  # tags inferred from source_task
-        self.content_mask = _Column(np.uint64)  # tags inferred from trigger + fix
+        self.alive = Column(bool, False)
+        self.ts = Column(np.float64)
+        self.last = Column(np.float64)  # last_used_ts, else ts
+        self.confidence = Column(np.float64)
+        self.used = Column(np.float64)
+        self.doc_len = Column(np.float64)  # number of terms (BM25 length)
+        self.n_distinct = Column(np.float64)  # distinct terms (seed keyword overlap)
+        self.has_tags = Column(bool, False)
+        self.tags_mask = Column(np.uint64)  # the lesson's own known tags
+        self.tags_closure = Column(np.uint64)  # ... plus the languages they imply
+        self.has_src = Column(bool, False)
+        self.src_mask = Column(np.uint64)  # tags inferred from source_task
+        self.content_mask = Column(np.uint64)  # tags inferred from trigger + fix
         self.total_len = 0.0
         self.n_alive = 0
         self.vocab: dict[str, int] = {}  # term -> term id
         self._word_ids: dict[bytes, int] = {}
-        self._word_term = _Column(np.int64, -1)  # word id -> term id, -1 for a stop word
-        self._word_mask = _Column(np.uint64)  # word id -> tags the word implies
-        self._postings = _Postings()
-        self._trigger_postings = _Postings()
+        self._word_term = Column(np.int64, -1)  # word id -> term id, -1 for a stop word
+        self._word_mask = Column(np.uint64)  # word id -> tags the word implies
+        self._postings = Postings()
+        self._trigger_postings = Postings()
         self._indexed_tags: list[tuple[str, ...]] = []
         self._tag_masks: dict[tuple[str, ...], tuple[int, int]] = {}
         self._src_masks: dict[str, int] = {}
@@ -293,14 +183,14 @@ class LessonIndex:
         term_ids = self._word_term.values[word_ids]
         real = term_ids >= 0
         n_terms = len(self.vocab)
-        t_terms, t_slots, t_tf = _triples(term_ids[real], token_slot[real], first + n)
+        t_terms, t_slots, t_tf = triples(term_ids[real], token_slot[real], first + n)
         self._postings.add(t_terms, t_slots, t_tf, n_terms)
         lengths = np.bincount(rel_slot[real], minlength=n).astype(np.float64)
         self.doc_len.extend(lengths)
         self.total_len += float(lengths.sum())
         self.n_distinct.extend(np.bincount(t_slots - first, minlength=n).astype(np.float64))
         trig = real & (field == 0)
-        g_terms, g_slots, g_tf = _triples(term_ids[trig], token_slot[trig], first + n)
+        g_terms, g_slots, g_tf = triples(term_ids[trig], token_slot[trig], first + n)
         self._trigger_postings.add(g_terms, g_slots, g_tf, n_terms)
 
     # ---------------------------------------------------------------- snapshots
@@ -338,8 +228,8 @@ class LessonIndex:
         for name in ("doc_len", "n_distinct", "content_mask", "src_mask"):
             getattr(index, name).extend(state[name])
         index.total_len = float(index.doc_len.values.sum())
-        index._postings = _Postings.from_state(state, "terms")
-        index._trigger_postings = _Postings.from_state(state, "trigger")
+        index._postings = Postings.from_state(state, "terms")
+        index._trigger_postings = Postings.from_state(state, "trigger")
         return index
 
     def _tag_masks_of(self, key: tuple[str, ...]) -> tuple[int, int]:

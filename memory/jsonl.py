@@ -9,7 +9,8 @@ What this module decides, and why:
 * Reads are cached. ``refresh()`` stats the file; when its identity (device,
   inode) is unchanged and it only grew, just the new bytes are parsed. A rename
   (anybody's rewrite) gives a new inode and the file is read again from the top.
-  The lock is taken only when the file changed, so unchanged recalls cost a stat.
+  The lock is taken only when the file changed, so unchanged recalls cost a stat;
+  where the lock cannot be made (a read-only home), reading goes on without it.
 * A line that is not a valid record is skipped with a :class:`CorruptLineWarning`
   naming its line number. It is not lost: a later rewrite moves it, verbatim,
   into ``<file>.rejected.jsonl`` (with its line number and the error) and says so.
@@ -101,8 +102,14 @@ class JsonlFile(Generic[R]):
         stamp = self._stat()
         if stamp == self._stamp:
             return Change(reset=False)
-        with self.lock:
+        try:
+            self.lock.acquire()
+        except OSError:  # a read-only home: read without the lock, as any reader may
             return self.refresh_locked()
+        try:
+            return self.refresh_locked()
+        finally:
+            self.lock.release()
 
     def _stat(self) -> tuple[int, int, int, int] | None:
         try:

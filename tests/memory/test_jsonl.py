@@ -141,3 +141,11 @@ def test_rewrite_is_atomic_and_leaves_no_temporary_files(tmp_path):
         f.rewrite_locked([r for r in f.records if r.n % 2 == 0])
     assert lines(path) == ['{"n":0}', '{"n":2}', '{"n":4}']
     assert sorted(p.name for p in path.parent.iterdir()) == ["rows.jsonl", "rows.jsonl.lock"]
+
+
+def test_a_home_where_no_lock_can_be_made_can_still_be_read(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"n": 1}\n')
+    (tmp_path / "rows.jsonl.lock").mkdir()  # the lock file cannot be created
+    f = JsonlFile(path, Row)
+    assert [r.n for r in f.refresh().added] == [1]
