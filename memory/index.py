@@ -7,19 +7,21 @@ fix and tags, with term frequencies, for BM25) and one over triggers alone
 (for :mod:`memory.dedup`). Recall then scores every candidate with a few vector
 operations instead of a Python loop over lessons.
 
-Building is vectorised, because a long-lived memory is large: the lessons'
-words are cut in one C pass each (:func:`memory.tokens.words`), mapped to ids
-through one dict, and everything per *word* (stop word, stem, implied tags) is
-computed once per distinct word rather than once per occurrence; postings are
-then one ``np.unique`` and a CSR layout. Later additions go to small per-term
-lists beside the CSR part, so the structure is kept up to date, never rebuilt
-on the hot path:
+Building is vectorised, because a long-lived memory is large: the words of
+every trigger, fix and tag list are cut in one C pass
+(:func:`memory.tokens.words_of_fields`), mapped to ids through one dict, and
+everything per *word* (stop word, stem, implied tags) is computed once per
+distinct word rather than once per occurrence; postings are then one
+``np.unique`` and a CSR layout (:mod:`memory.arrays`). Later additions go to
+small per-term lists beside the CSR part, so the structure is kept up to date,
+never rebuilt on the hot path:
 
 * a new lesson (an append, ours or another process's) is added to the end;
 * a forgotten lesson's slot is marked dead (``alive``), its counts subtracted;
 * a lesson changed in place (boost, penalty, merge) has its columns rewritten.
 
-Only a file replaced by another process makes the store build a fresh index.
+Only a file replaced by another process makes the store build a fresh index,
+and for a large memory even that starts from a snapshot (:mod:`memory.snapshot`).
 Search terms come from the trigger, the fix and the tags as they were when the
 lesson was indexed (a merge that adds tags updates the tag columns at once and
 the tag terms at the next full load).
