@@ -135,8 +135,10 @@ def main() -> None:
         lessons = synthesize(args.lessons)
         write(lessons, path)
         size_mb = path.stat().st_size / 1e6
-        print(f"memory file: {args.lessons:,} lessons, {size_mb:.1f} MB "
-              f"(made in {time.perf_counter() - t0:.1f} s)")  # fmt: skip
+        print(
+            f"memory file: {args.lessons:,} lessons, {size_mb:.1f} MB "
+            f"(made in {time.perf_counter() - t0:.1f} s)"
+        )
 
         for label in ("first open, no snapshot yet", "later open, with snapshot"):
             print(f"cold load, {label}: {cold_load(path)}")
@@ -155,8 +157,10 @@ def main() -> None:
                 t0 = time.perf_counter()
                 store.recall(task, limit=10, scorer=scorer)
                 times.append((time.perf_counter() - t0) * 1000)
-            print(f"recall ({scorer}, warm): p50 {percentile(times, 50):.2f} ms, "
-                  f"p95 {percentile(times, 95):.2f} ms over {len(times)} tasks")  # fmt: skip
+            print(
+                f"recall ({scorer}, warm): p50 {percentile(times, 50):.2f} ms, "
+                f"p95 {percentile(times, 95):.2f} ms over {len(times)} tasks"
+            )
 
         new_times: list[float] = []
         for lesson in synthesize(args.saves, seed=99):

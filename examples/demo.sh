@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# `make demo`: cadillac's memory and budget commands on an example home holding the
-# real lesson corpus and phase history of the earlier system (403 lessons, 261 rows).
-# The build loop is not there yet; when it lands, this demo runs a build instead.
+# `make demo`: a real `cadillac build`, offline. The model's turns are a recorded session
+# (examples/wordfreq/session.llm.jsonl, written by hand as a scripted policy and recorded
+# through a real build); everything else runs for real: the workspace, the tools, the
+# sandboxed commands, the phase checks, the tests, reflection, lessons and budgets.
+# To run the same task on a real model, replace the --model value, e.g.
+#   cadillac build "$TASK" --model anthropic/claude-sonnet-4-5
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,21 +14,22 @@ mkdir -p "$home"
 cp tests/fixtures/cadillac_corpus/lessons.jsonl "$home/memory.jsonl"
 cp tests/fixtures/cadillac_corpus/budget_history.jsonl "$home/phase_budgets.jsonl"
 export CADILLAC_HOME="$PWD/$home"
+TASK=$(python -c 'import sys; sys.path.insert(0, "examples/wordfreq"); import policy; print(policy.TASK)')
 
 step() {
     printf '\n\033[1m$ %s\033[0m\n' "$*"
     "$@"
 }
 
-echo "example home: $CADILLAC_HOME"
+echo "example home: $CADILLAC_HOME (seeded with 403 real lessons and 261 budget rows)"
+step cadillac memory recall "$TASK" --limit 5
+step cadillac build "$TASK" --model "replay:examples/wordfreq/session.llm.jsonl"
+run_id=$(cadillac runs list --json | python -c 'import json, sys; print(json.load(sys.stdin)[0]["run_id"])')
+step cadillac runs list
+step ls "$home/runs/$run_id" "$home/runs/$run_id/workspace"
+step "$home/runs/$run_id/workspace/.venv/bin/python" "$home/runs/$run_id/workspace/wordfreq.py" \
+    "$home/runs/$run_id/workspace/sample.txt" --top 3
 step cadillac memory stats
-step cadillac memory recall "Build a Flask todo API with SQLite" --limit 5
-step cadillac memory recall "Build a Flask todo API with SQLite" --limit 5 --explain
-step cadillac memory recall "Build a Flask todo API with SQLite" --limit 5 --scorer seed
-step cadillac memory add --type dependency --trigger "flask-sqlalchemy 3 drops the query property" \
-    --fix "use db.session.execute(db.select(Model)) instead of Model.query"
-step cadillac memory list --tag flask --polarity dont --limit 5
-step cadillac budgets --tags python,flask
-step cadillac budgets --tags typescript,react
+step cadillac budgets --tags python
 echo
-echo "done: the example home is $home (delete it at will)"
+echo "done: the run is in $home/runs/$run_id (events.jsonl, llm.jsonl, summary.json, workspace/)"

@@ -120,11 +120,23 @@ class PhaseBudgets:
 def _budget(phase: str, default: int, rounds: list[int], have_tags: bool) -> Budget:
     n = len(rounds)
     if not have_tags:
-        return Budget(phase=phase, rounds=default, default=default, samples=0, p90=None,
-                      reason="default: no task tags to match history by")  # fmt: skip
+        return Budget(
+            phase=phase,
+            rounds=default,
+            default=default,
+            samples=0,
+            p90=None,
+            reason="default: no task tags to match history by",
+        )
     if n < MIN_SAMPLES:
-        return Budget(phase=phase, rounds=default, default=default, samples=n, p90=None,
-                      reason=f"default: {n} matching row(s), fewer than {MIN_SAMPLES}")  # fmt: skip
+        return Budget(
+            phase=phase,
+            rounds=default,
+            default=default,
+            samples=n,
+            p90=None,
+            reason=f"default: {n} matching row(s), fewer than {MIN_SAMPLES}",
+        )
     p90 = float(np.percentile(np.asarray(rounds, dtype=float), PERCENTILE))
     scaled = p90 * HEADROOM
     wanted = math.ceil(round(scaled, 9))

@@ -140,8 +140,11 @@ class LessonIndex:
         tags = [tuple(x.tags) for x in lessons]
         self._indexed_tags.extend(tags)
         self.ts.extend(np.fromiter((x.ts for x in lessons), np.float64, n))
-        self.last.extend(np.fromiter((x.ts if x.last_used_ts is None else x.last_used_ts
-                                      for x in lessons), np.float64, n))  # fmt: skip
+        self.last.extend(
+            np.fromiter(
+                (x.ts if x.last_used_ts is None else x.last_used_ts for x in lessons), np.float64, n
+            )
+        )
         self.confidence.extend(np.fromiter((x.confidence for x in lessons), np.float64, n))
         self.used.extend(np.fromiter((x.used for x in lessons), np.float64, n))
         tag_masks = [self._tag_masks_of(key) for key in tags]

@@ -171,9 +171,17 @@ class SeedScorer:
         score = (relevance + recency + confidence + usage) / penalty
         stack = np.zeros(len(score))
         return Scored(
-            score, keep, relevance, recency, confidence, usage, stack, penalty, source_hit,
+            score,
+            keep,
+            relevance,
+            recency,
+            confidence,
+            usage,
+            stack,
+            penalty,
+            source_hit,
             content_hit,
-        )  # fmt: skip
+        )
 
 
 class RelevanceScorer:

@@ -25,12 +25,33 @@ LANGUAGE_TAGS = frozenset(
 )
 FRAMEWORK_TAGS = frozenset(
     {
-        "react", "vue", "angular", "electron", "desktop", "flask", "django", "fastapi",
-        "express", "pygame", "click", "asyncio", "aiosqlite", "sqlite", "pytest", "vitest",
-        "jest", "phpunit", "wordpress", "browser_extension", "pytorch", "numpy", "pandas",
-        "cuda", "cargo",
+        "react",
+        "vue",
+        "angular",
+        "electron",
+        "desktop",
+        "flask",
+        "django",
+        "fastapi",
+        "express",
+        "pygame",
+        "click",
+        "asyncio",
+        "aiosqlite",
+        "sqlite",
+        "pytest",
+        "vitest",
+        "jest",
+        "phpunit",
+        "wordpress",
+        "browser_extension",
+        "pytorch",
+        "numpy",
+        "pandas",
+        "cuda",
+        "cargo",
     }
-)  # fmt: skip
+)
 STACK_TAGS = LANGUAGE_TAGS | FRAMEWORK_TAGS
 PHASE_TAGS = frozenset(
     {"plan", "deps", "scaffold", "review", "build", "integrate", "wiring", "validate", "package"}

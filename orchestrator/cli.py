@@ -14,6 +14,7 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
+from importlib import import_module
 
 from orchestrator import __version__
 from orchestrator.errors import CadillacError
@@ -56,6 +57,16 @@ def _unit(value: str) -> float:
     return number
 
 
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} must be more than 0")
+    return number
+
+
 def build_parser() -> argparse.ArgumentParser:
     home = _Parser(add_help=False)
     home.add_argument(
@@ -66,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser = _Parser(
         prog="cadillac",
-        description="A self-improving build orchestrator: lessons and phase budgets.",
+        description="A self-improving build orchestrator: an LLM builds a task in six phases.",
         parents=[home],
     )
     parser.add_argument("--version", action="version", version=f"cadillac {__version__}")
@@ -129,6 +140,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--path", action="store_true", help="print the history file's path")
     p.set_defaults(run="budgets")
+
+    p = commands.add_parser("build", parents=[home], help="build TASK through the six phases")
+    p.add_argument("task", nargs="?", help='what to build, e.g. "a Flask todo API with SQLite"')
+    p.add_argument("--model", help="litellm model string (default: $CADILLAC_MODEL)")
+    p.add_argument("--api-base", help="server URL for a local or proxied model")
+    p.add_argument(
+        "--fallback-model",
+        action="append",
+        metavar="MODEL",
+        help="tried when the model keeps failing (repeatable)",
+    )
+    p.add_argument(
+        "--max-cost",
+        type=_positive_float,
+        metavar="USD",
+        help="stop (resumably) before the spend passes this",
+    )
+    p.add_argument(
+        "--resume", metavar="RUN_ID", help="continue a run from its first unpassed phase"
+    )
+    p.add_argument("--json", action="store_true", help="print only the summary, as JSON")
+    p.set_defaults(run="build_commands:build")
+
+    runs = commands.add_parser("runs", parents=[home], help="past runs (runs/ in the home)")
+    runs.set_defaults(run="build_commands:runs_list", json=False)
+    sub = runs.add_subparsers(dest="runs_command", metavar="ACTION", parser_class=_Parser)
+    p = sub.add_parser("list", parents=[home], help="list runs, newest first")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run="build_commands:runs_list")
+    p = sub.add_parser("show", parents=[home], help="one run's task and summary")
+    p.add_argument("run_id")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run="build_commands:runs_show")
     return parser
 
 
@@ -144,9 +188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return 0
         warnings.showwarning = _show_warning
-        from orchestrator import state_commands
-
-        return getattr(state_commands, args.run)(args) or 0
+        module_name, _, func = args.run.rpartition(":")
+        module = import_module(f"orchestrator.{module_name or 'state_commands'}")
+        return getattr(module, func)(args) or 0
     except UsageError as exc:
         print(f"cadillac: error: {exc}", file=sys.stderr)
         return 2

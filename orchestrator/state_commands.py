@@ -103,9 +103,11 @@ def memory_show(args: argparse.Namespace) -> int:
 
 
 def memory_add(args: argparse.Namespace) -> int:
-    tags = args.tags if args.tags is not None else sorted(
-        infer_tags_from_text(f"{args.trigger} {args.fix}")
-    )  # fmt: skip
+    tags = (
+        args.tags
+        if args.tags is not None
+        else sorted(infer_tags_from_text(f"{args.trigger} {args.fix}"))
+    )
     lesson = Lesson(
         type=args.type,
         trigger=args.trigger.strip(),

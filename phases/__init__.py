@@ -2,7 +2,10 @@
 
 A round is one model turn (one reply, with its tool calls). The defaults are
 what a small Python project needs; :mod:`memory.budgets` raises a phase's
-budget when past builds of similar tasks needed more.
+budget when past builds of similar tasks needed more. Each phase lives in its
+own module (``phases/plan.py`` ...) with its prompt beside it
+(``phases/plan.md``); :func:`load_phases` imports them only when a build
+needs them, so the memory commands stay light.
 """
 
 from __future__ import annotations
@@ -17,3 +20,10 @@ DEFAULT_ROUNDS: dict[str, int] = {
     "integrate": 16,
     "validate": 8,
 }
+
+
+def load_phases() -> dict:
+    """name -> phase object (see phases.base.Phase), in build order."""
+    from importlib import import_module
+
+    return {name: import_module(f"phases.{name}").PHASE for name in PHASES}

@@ -49,11 +49,26 @@ def test_type_and_polarity_must_match(store):
 
 
 def test_merge_keeps_the_stored_wording_and_combines_the_rest(store):
-    old = store.save(lesson("sqlite database locked during parallel tests", fix="old fix",
-                            tags=["sqlite"], confidence=0.4, used=2, ts=100.0))  # fmt: skip
-    new = lesson("sqlite database locked during the parallel tests", fix="new fix",
-                 tags=["python", "sqlite"], confidence=0.9, used=1,
-                 source_task="flask todo api", last_used_ts=500.0, origin="import")  # fmt: skip
+    old = store.save(
+        lesson(
+            "sqlite database locked during parallel tests",
+            fix="old fix",
+            tags=["sqlite"],
+            confidence=0.4,
+            used=2,
+            ts=100.0,
+        )
+    )
+    new = lesson(
+        "sqlite database locked during the parallel tests",
+        fix="new fix",
+        tags=["python", "sqlite"],
+        confidence=0.9,
+        used=1,
+        source_task="flask todo api",
+        last_used_ts=500.0,
+        origin="import",
+    )
     merged = store.save(new)
     assert merged.id == old.id
     assert (merged.trigger, merged.fix, merged.ts) == (old.trigger, "old fix", 100.0)
@@ -77,8 +92,10 @@ def test_indexed_lookup_agrees_with_a_full_scan():
         variant = base[:-1] if len(base) > 3 and rng.random() < 0.5 else base + [rng.choice(words)]
         probe = lesson(" ".join(variant))
         found = find_duplicate(index, probe)
-        scores = [(jaccard(term_set(probe.trigger), term_set(x.trigger)), -i)
-                  for i, x in enumerate(lessons)]  # fmt: skip
+        scores = [
+            (jaccard(term_set(probe.trigger), term_set(x.trigger)), -i)
+            for i, x in enumerate(lessons)
+        ]
         best_score, best_slot = max(scores)
         if best_score > MERGE_THRESHOLD:
             assert found is lessons[-best_slot]

@@ -66,8 +66,12 @@ def small_snapshots(monkeypatch):
 
 
 def recalls(store: MemoryStore) -> list[list[str]]:
-    tasks = ["Build a Flask todo API with SQLite", "React TypeScript dashboard with vitest",
-             "pygame snake game", "asyncio IRC server"]  # fmt: skip
+    tasks = [
+        "Build a Flask todo API with SQLite",
+        "React TypeScript dashboard with vitest",
+        "pygame snake game",
+        "asyncio IRC server",
+    ]
     return [[r.lesson.id for r in store.recall(t, now=1.8e9)] for t in tasks]
 
 
@@ -107,8 +111,9 @@ def test_appends_and_boosts_keep_the_snapshot_in_use(home, corpus, small_snapsho
     assert recalls(store_a) == recalls(store_b)
 
 
-def test_a_changed_lesson_or_tokenizer_or_damage_means_a_full_build(home, corpus, small_snapshots,
-                                                                     monkeypatch):  # fmt: skip
+def test_a_changed_lesson_or_tokenizer_or_damage_means_a_full_build(
+    home, corpus, small_snapshots, monkeypatch
+):
     path = home / "memory.jsonl"
     write(path, corpus[:100])
     MemoryStore(path).all()

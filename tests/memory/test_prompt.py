@@ -4,8 +4,13 @@ from memory import Lesson, format_for_prompt
 
 
 def make(i: int, polarity: str = "do", size: int = 20) -> Lesson:
-    return Lesson(id=f"id{i:06d}", type="architecture", trigger=f"trigger {i} " + "x" * size,
-                  fix=f"fix {i}", polarity=polarity)  # fmt: skip
+    return Lesson(
+        id=f"id{i:06d}",
+        type="architecture",
+        trigger=f"trigger {i} " + "x" * size,
+        fix=f"fix {i}",
+        polarity=polarity,
+    )
 
 
 def test_two_sections_with_ids_and_never_framing():

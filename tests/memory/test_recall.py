@@ -61,8 +61,12 @@ def test_default_scorer_lets_a_python_lesson_into_a_flask_task(store):
 @pytest.mark.parametrize("scorer", ["default", "seed"])
 def test_lesson_from_another_stacks_task_is_divided_by_five(store, scorer):
     same = add(store, "database locked during tests", source_task="flask todo api")
-    other = add(store, "database locked during tests", type="dependency",
-                source_task="an express api in typescript")  # fmt: skip
+    other = add(
+        store,
+        "database locked during tests",
+        type="dependency",
+        source_task="an express api in typescript",
+    )
     got = {r.lesson.id: r for r in store.recall("flask app database tests", scorer=scorer, now=NOW)}
     assert got[same.id].parts.penalty == 1 and got[same.id].parts.penalties == []
     assert got[other.id].parts.penalty == 5
@@ -74,10 +78,19 @@ def test_lesson_from_another_stacks_task_is_divided_by_five(store, scorer):
 @pytest.mark.parametrize("scorer", ["default", "seed"])
 def test_untagged_sourceless_lesson_whose_text_implies_another_stack_is_halved(store, scorer):
     neutral = add(store, "config file not found at startup", fix="resolve it from the app root")
-    ts = add(store, "config file not found at startup", type="tool_pattern",
-             fix="set rootDir in tsconfig.json")  # fmt: skip
-    tagged = add(store, "config file not found at startup", type="dependency",
-                 fix="set rootDir in tsconfig.json", tags=["flask"])  # fmt: skip
+    ts = add(
+        store,
+        "config file not found at startup",
+        type="tool_pattern",
+        fix="set rootDir in tsconfig.json",
+    )
+    tagged = add(
+        store,
+        "config file not found at startup",
+        type="dependency",
+        fix="set rootDir in tsconfig.json",
+        tags=["flask"],
+    )
     task = "flask app config file loading"
     got = {r.lesson.id: r for r in store.recall(task, scorer=scorer, now=NOW)}
     assert got[neutral.id].parts.penalty == 1
@@ -112,8 +125,14 @@ def test_reinforcement_restarts_the_decay_clock(store):
 
 # ---------------------------------------------------------------- the seed formula
 def test_seed_score_is_the_seeds_formula(store):
-    saved = add(store, "pytest fixture leaks state", fix="scope fixtures to function",
-                confidence=0.6, used=3, ts=NOW - 1 * DAY)  # fmt: skip
+    saved = add(
+        store,
+        "pytest fixture leaks state",
+        fix="scope fixtures to function",
+        confidence=0.6,
+        used=3,
+        ts=NOW - 1 * DAY,
+    )
     (r,) = store.recall("pytest fixture problems", scorer="seed", now=NOW)
     # lesson terms: pytest fixture leak state scope function (6 distinct); 2 shared with the task
     assert r.parts.relevance == pytest.approx(2 * 2 / 6)
@@ -135,10 +154,14 @@ def test_seed_lets_a_heavily_used_lesson_outrank_a_relevant_one_the_default_does
 
 # ---------------------------------------------------------------- the default scorer
 def test_default_scorer_ranks_by_relevance_with_bounded_adjustments(store):
-    strong = add(store, "aiosqlite cursor not closed", fix="use async with on aiosqlite cursors",
-                 confidence=0.3, tags=["aiosqlite"])  # fmt: skip
-    weak = add(store, "cursor left open", fix="close it", confidence=1.0, used=50,
-               tags=["python"])  # fmt: skip
+    strong = add(
+        store,
+        "aiosqlite cursor not closed",
+        fix="use async with on aiosqlite cursors",
+        confidence=0.3,
+        tags=["aiosqlite"],
+    )
+    weak = add(store, "cursor left open", fix="close it", confidence=1.0, used=50, tags=["python"])
     got = store.recall("aiosqlite cursor handling", now=NOW)
     assert ids(got) == [strong.id, weak.id]
     top = got[0]
@@ -178,10 +201,20 @@ def test_recall_on_the_real_corpus_prefers_the_tasks_stack(corpus_home):
 
 
 def test_default_score_is_relevance_times_the_bounded_adjustments(store):
-    add(store, "flask session cookie too large", tags=["flask"], confidence=0.6, used=4,
-        ts=NOW - 10 * DAY)  # fmt: skip
-    add(store, "flask session stored client side", tags=["flask", "react", "vitest", "sqlite"],
-        type="architecture")  # fmt: skip
+    add(
+        store,
+        "flask session cookie too large",
+        tags=["flask"],
+        confidence=0.6,
+        used=4,
+        ts=NOW - 10 * DAY,
+    )
+    add(
+        store,
+        "flask session stored client side",
+        tags=["flask", "react", "vitest", "sqlite"],
+        type="architecture",
+    )
     add(store, "session cookie secure flag", type="dependency")
     got = {r.lesson.trigger: r for r in store.recall("flask session cookie", now=NOW)}
     for r in got.values():

@@ -58,9 +58,18 @@ def test_ids_are_stable_across_loads_and_get_stored_by_the_first_rewrite(corpus_
 
 def test_a_rewrite_keeps_every_original_field_and_unknown_extras(home):
     path = home / "memory.jsonl"
-    row = {"ts": 1.5, "type": "dependency", "trigger": "pin numpy", "fix": "numpy<3",
-           "confidence": 0.7, "used": 2, "polarity": "do", "tags": ["python"],
-           "origin": {"team": "infra"}, "note": "kept"}  # fmt: skip
+    row = {
+        "ts": 1.5,
+        "type": "dependency",
+        "trigger": "pin numpy",
+        "fix": "numpy<3",
+        "confidence": 0.7,
+        "used": 2,
+        "polarity": "do",
+        "tags": ["python"],
+        "origin": {"team": "infra"},
+        "note": "kept",
+    }
     path.write_text(json.dumps(row) + "\n")
     store = MemoryStore(path)
     store.save(lesson("something unrelated entirely"))

@@ -20,8 +20,19 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def add(capsys, trigger: str, *extra: str) -> dict:
-    code, out, err = run(capsys, "memory", "add", "--type", "error_pattern", "--trigger", trigger,
-                         "--fix", "the fix", "--json", *extra)  # fmt: skip
+    code, out, err = run(
+        capsys,
+        "memory",
+        "add",
+        "--type",
+        "error_pattern",
+        "--trigger",
+        trigger,
+        "--fix",
+        "the fix",
+        "--json",
+        *extra,
+    )
     assert code == 0, err
     return json.loads(out)
 
@@ -57,8 +68,17 @@ def test_add_infers_tags_and_reports_a_merge(capsys):
     assert {"aiosqlite", "python", "sqlite", "asyncio"} <= set(first["tags"])
     again = add(capsys, "aiosqlite connection not closed on shutdown", "--dont")
     assert again["merged"] is False  # a dont lesson never merges into a do lesson
-    code, out, _ = run(capsys, "memory", "add", "--type", "error_pattern", "--trigger",
-                       "aiosqlite connection not closed at shutdown", "--fix", "x")  # fmt: skip
+    code, out, _ = run(
+        capsys,
+        "memory",
+        "add",
+        "--type",
+        "error_pattern",
+        "--trigger",
+        "aiosqlite connection not closed at shutdown",
+        "--fix",
+        "x",
+    )
     assert code == 0 and out.startswith(f"merged into {first['id']}")
 
 
@@ -78,11 +98,21 @@ def test_missing_id_is_one_line_and_changes_nothing(capsys, corpus_home):
         ("memory", "add", "--trigger", "t", "--fix", "f"),
         ("memory", "recall", "x", "--limit", "0"),
         ("memory", "recall", "x", "--scorer", "magic"),
-        ("memory", "add", "--type", "dependency", "--trigger", "t", "--fix", "f",
-         "--confidence", "2"),
+        (
+            "memory",
+            "add",
+            "--type",
+            "dependency",
+            "--trigger",
+            "t",
+            "--fix",
+            "f",
+            "--confidence",
+            "2",
+        ),
         ("frobnicate",),
     ],
-)  # fmt: skip
+)
 def test_malformed_arguments_are_one_line_with_status_2(capsys, argv):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
@@ -95,8 +125,19 @@ def test_a_home_that_is_a_file_or_missing_is_refused(capsys, tmp_path):
     assert code == 1 and "is not a folder" in err and err.count("\n") == 1
     code, _, err = run(capsys, "memory", "stats", "--home", str(tmp_path / "missing"))
     assert code == 1 and "does not exist" in err
-    code, _, _ = run(capsys, "memory", "add", "--home", str(tmp_path / "new"), "--type",
-                     "performance", "--trigger", "t", "--fix", "f")  # fmt: skip
+    code, _, _ = run(
+        capsys,
+        "memory",
+        "add",
+        "--home",
+        str(tmp_path / "new"),
+        "--type",
+        "performance",
+        "--trigger",
+        "t",
+        "--fix",
+        "f",
+    )
     assert code == 0 and (tmp_path / "new" / "memory.jsonl").exists()
 
 
@@ -120,8 +161,15 @@ def test_recall_explain_and_json_on_the_real_corpus(capsys, corpus_home):
     code, out, _ = run(capsys, "memory", "recall", task, "--limit", "3", "--json")
     got = json.loads(out)
     assert code == 0 and len(got) == 3
-    assert set(got[0]["parts"]) == {"relevance", "recency", "confidence", "usage", "stack",
-                                    "penalty", "penalties"}  # fmt: skip
+    assert set(got[0]["parts"]) == {
+        "relevance",
+        "recency",
+        "confidence",
+        "usage",
+        "stack",
+        "penalty",
+        "penalties",
+    }
     assert got[0]["scorer"] == "default" and got[0]["parts"]["relevance"] == 1.0
     code, out, _ = run(capsys, "memory", "recall", task, "--explain", "--limit", "3")
     assert code == 0 and "relev" in out and "layers" in out and got[0]["lesson"]["id"] in out
@@ -182,6 +230,7 @@ def test_module_entry_point_and_fast_help():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert "HEAVY []" in out.stdout
-    done = subprocess.run([sys.executable, "-m", "orchestrator", "--version"],
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "--version"], capture_output=True, text=True
+    )
     assert done.returncode == 0 and done.stdout.startswith("cadillac ")

@@ -1,0 +1,172 @@
+"""What a phase is: a name, a default budget, a prompt file beside it, and a deterministic check.
+
+The agent loop (:mod:`orchestrator.agent`) knows phases only through the
+:class:`Phase` protocol. A phase's prompt is data — ``phases/<name>.md`` —
+so people and the improve cycle can change it without touching control flow.
+Its check runs when the model calls ``finish_phase``: a :class:`CheckResult`
+that passes ends the phase; one that fails goes back to the model with what
+failed and excerpts of the output, and the phase goes on within its budget.
+
+Checks see the build through a :class:`PhaseContext`: the task, the
+workspace, the plan (once the plan phase wrote it), and a way to run commands
+with the workspace's virtual environment first on ``PATH``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from orchestrator.executor import CommandResult
+from orchestrator.workspace import Workspace
+
+PROMPTS = Path(__file__).parent
+
+
+class Plan(BaseModel):
+    """plan.json: what the checks of later phases hold the build to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    summary: str = Field(min_length=1)
+    stack: list[str]
+    """Tags such as python, flask, sqlite."""
+    files: list[str] = Field(min_length=1)
+    """Every file the project will have, relative to the workspace."""
+    dependencies: list[str]
+    """Requirement strings (empty for a standard-library project)."""
+    install_command: str = Field(min_length=1)
+    test_command: str = Field(min_length=1)
+    run_command: str = Field(min_length=1)
+    """A smoke run that must exit 0."""
+
+    @field_validator("files")
+    @classmethod
+    def _relative(cls, files: list[str]) -> list[str]:
+        for path in files:
+            if path.startswith("/") or ".." in Path(path).parts:
+                raise ValueError(f"{path!r} must be a path inside the workspace")
+        return files
+
+
+class CheckResult(BaseModel):
+    passed: bool
+    summary: str
+    """One line: what passed or what failed."""
+    details: str = ""
+    """Output excerpts for the model."""
+
+    def for_model(self) -> str:
+        head = "CHECK PASSED" if self.passed else "CHECK FAILED"
+        return f"{head}: {self.summary}" + (f"\n{self.details}" if self.details else "")
+
+
+Runner = Callable[..., CommandResult]
+"""run(command, timeout_s=None, network=False) -> CommandResult, in the workspace."""
+
+
+@dataclass
+class Acceptance:
+    """Hidden checks that came with a task: files copied in after the build, and a command."""
+
+    files: Path
+    command: str
+    timeout_s: float = 300.0
+
+
+@dataclass
+class PhaseContext:
+    task: str
+    workspace: Workspace
+    run: Runner
+    acceptance: Acceptance | None = None
+    notes: dict[str, str] = field(default_factory=dict)
+
+    def plan(self) -> Plan:
+        """The validated plan.json (raises PlanError)."""
+        return load_plan(self.workspace.root)
+
+
+class PlanError(Exception):
+    pass
+
+
+def load_plan(root: Path) -> Plan:
+    path = root / "plan.json"
+    if not path.is_file():
+        raise PlanError("plan.json does not exist in the workspace root")
+    try:
+        return Plan.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}" for e in exc.errors()
+        )
+        raise PlanError(f"plan.json is not valid: {problems}") from None
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise PlanError(f"plan.json is not valid JSON: {exc}") from None
+
+
+class Phase(Protocol):
+    name: str
+    default_rounds: int
+    install_network: bool
+    """Whether commands of this phase's check may reach the network (dependency installs)."""
+
+    def prompt(self) -> str: ...
+
+    def check(self, ctx: PhaseContext) -> CheckResult: ...
+
+
+def read_prompt(name: str) -> str:
+    return (PROMPTS / f"{name}.md").read_text(encoding="utf-8")
+
+
+def command_failed(what: str, result: CommandResult) -> CheckResult:
+    return CheckResult(passed=False, summary=f"{what} failed", details=result.for_model())
+
+
+def run_step(
+    ctx: PhaseContext,
+    what: str,
+    command: str,
+    timeout_s: float | None = None,
+    network: bool = False,
+) -> CheckResult | None:
+    """Run one command of a check; a CheckResult when it failed, else None."""
+    result = ctx.run(command, timeout_s=timeout_s, network=network)
+    return None if result.ok else command_failed(f"{what} `{command}`", result)
+
+
+def python_compiles(ctx: PhaseContext, paths: list[str]) -> CheckResult | None:
+    """py_compile every listed .py file that exists; a failing CheckResult or None."""
+    py = [p for p in paths if p.endswith(".py")]
+    if not py:
+        return None
+    quoted = " ".join(json.dumps(p) for p in py)
+    return run_step(ctx, "compiling", f"python -m py_compile {quoted}")
+
+
+@dataclass
+class SimplePhase:
+    """A phase given by its name and its check function (every phase module makes one)."""
+
+    name: str
+    check_fn: Callable[[PhaseContext], CheckResult]
+    install_network: bool = False
+
+    @property
+    def default_rounds(self) -> int:
+        from phases import DEFAULT_ROUNDS
+
+        return DEFAULT_ROUNDS[self.name]
+
+    def prompt(self) -> str:
+        return read_prompt(self.name)
+
+    def check(self, ctx: PhaseContext) -> CheckResult:
+        return self.check_fn(ctx)

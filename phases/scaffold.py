@@ -1,0 +1,24 @@
+"""scaffold: every planned file exists, and every Python file compiles."""
+
+from __future__ import annotations
+
+from phases.base import CheckResult, PhaseContext, PlanError, SimplePhase, python_compiles
+
+
+def check(ctx: PhaseContext) -> CheckResult:
+    try:
+        plan = ctx.plan()
+    except PlanError as exc:
+        return CheckResult(passed=False, summary=str(exc))
+    missing = [p for p in plan.files if not (ctx.workspace.root / p).is_file()]
+    if missing:
+        return CheckResult(passed=False, summary=f"planned files missing: {', '.join(missing)}")
+    failed = python_compiles(ctx, plan.files)
+    if failed is not None:
+        return failed
+    return CheckResult(
+        passed=True, summary=f"all {len(plan.files)} planned file(s) exist and compile"
+    )
+
+
+PHASE = SimplePhase("scaffold", check)
