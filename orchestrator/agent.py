@@ -18,6 +18,7 @@ written to the run's events as it happens, and the summary after each phase.
 from __future__ import annotations
 
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -129,7 +130,7 @@ class Builder:
             recalled=self.recalled_ids,
             budgets={k: b.model_dump() for k, b in budgets.items()},
         )
-        failure = ""
+        self._failure = ""
         try:
             for name in PHASES:
                 if name in done:
@@ -138,18 +139,29 @@ class Builder:
                 s.phases.append(result)
                 self._save(started)
                 if result.outcome != "passed":
-                    failure = result.check
                     s.status, s.reason = "failed", f"{name}: {result.outcome} ({result.check})"
                     break
             else:
                 s.status, s.reason = "passed", "all six phases passed"
         except CostLimitReached as exc:
             s.status, s.reason = "stopped", str(exc)
-        self._reinforce(failure)
-        s.ended = time.time()
-        self._save(started)
-        self.run.event("build_end", status=s.status, reason=s.reason)
+        except KeyboardInterrupt:
+            s.status, s.reason = "stopped", f"interrupted; resume with --resume {self.run.id}"
+            self._finish(started)
+            raise
+        except Exception as exc:  # a bug: keep the traceback in the run, then let it surface
+            s.status, s.reason = "failed", f"internal error: {type(exc).__name__}: {exc}"
+            self.run.event("internal_error", traceback=traceback.format_exc())
+            self._finish(started)
+            raise
+        self._reinforce(self._failure)
+        self._finish(started)
         return s
+
+    def _finish(self, started: float) -> None:
+        self.summary.ended = time.time()
+        self._save(started)
+        self.run.event("build_end", status=self.summary.status, reason=self.summary.reason)
 
     def run_phase(self, name: str, budget: int) -> PhaseSummary:
         phase = self.phases[name]
@@ -168,6 +180,7 @@ class Builder:
                     break
         except ModelError as exc:
             result.outcome, result.check = "error", f"model error: {exc}"
+            self._failure = str(exc)
         except CostLimitReached as exc:
             result.outcome, result.check = "error", str(exc)
             self._end_phase(name, result, record, started, record_budget=False)
@@ -221,6 +234,7 @@ class Builder:
             unknown_ids=sorted(set(finish.applied_lessons) - set(cited)),
         )
         if not check.passed:
+            self._failure = check.for_model()
             messages.append({"role": "user", "content": check.for_model()})
         return check.passed
 
@@ -290,7 +304,7 @@ class Builder:
             self.history.record_phase_outcome(
                 name, result.rounds, len(self.workspace.files()), tags=tags, outcome=result.outcome
             )
-        if self.config.reflect and result.outcome != "error":
+        if self.config.reflect and record_budget:  # not after a stop for cost
             self._reflect(record, tags)
 
     def _reflect(self, record: PhaseRecord, tags: list[str]) -> None:

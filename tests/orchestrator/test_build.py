@@ -230,3 +230,34 @@ def test_the_demo_session_replays_into_a_passing_build(home):
     recorded = [json.loads(x) for x in session.read_text().splitlines()]
     assert summary.llm_calls == len(recorded)
     assert summary.lessons_boosted == summary.lessons_applied != []
+
+
+def test_a_failing_build_penalises_the_cited_lesson_its_error_echoes(seeded):
+    failing_test = (
+        "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_it(self):\n"
+        "        self.fail('python command-line tool without unit tests')\n"
+    )
+
+    def backfiring(messages, tools):
+        system = messages[0]["content"]
+        if tools and "# Phase: build" in system:
+            ids = wordfreq._lesson_ids(system)
+            write = {"path": "tests/test_wordfreq.py", "content": failing_test}
+            finish = {"summary": "done", "applied_lessons": ids[:1]}
+            return {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": write},
+                    {"name": "finish_phase", "arguments": finish},
+                ]
+            }
+        return wordfreq.policy(messages, tools)
+
+    builder = Builder.start(seeded, config(register_script("backfire", backfiring)), wordfreq.TASK)
+    summary = builder.build()
+    cited = summary.lessons_recalled[0]
+    assert summary.status == "failed" and summary.lessons_applied == [cited]
+    assert summary.lessons_penalised == [cited] and summary.lessons_boosted == []
+    assert MemoryStore(seeded.memory_path).get(cited).confidence == pytest.approx(0.4)
+    penalised = [e for e in events(builder.run) if e["kind"] == "lessons_penalised"]
+    assert penalised[0]["data"]["ids"] == [cited]
+    assert "CHECK FAILED" in penalised[0]["data"]["error"]
