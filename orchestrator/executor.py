@@ -14,9 +14,11 @@ What this module decides, and why:
 * Output is read as it comes, keeping only a head and a tail, so a command that
   prints gigabytes costs a couple of caps of memory; every byte is still counted.
 * Where bubblewrap exists the command runs in a sandbox: the whole file system
-  read-only except the workspace (and paths named writable), a private ``/tmp``,
-  no network unless asked for (dependency installs), and its own PID namespace,
-  so killing the sandbox kills everything started inside it.
+  read-only except the workspace (and paths named writable) and a private
+  ``TMPDIR`` removed afterwards (``/tmp`` itself stays visible, read-only: a
+  tmpfs over it would hide interpreters and homes that live there), no network
+  unless asked for (dependency installs), and its own PID namespace, so killing
+  the sandbox kills everything started inside it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -127,11 +130,11 @@ def _bwrap_works(bwrap: str) -> bool:
 
 
 def _bwrap_argv(
-    bwrap: str, command: str, cwd: Path, prefix: Sequence[Path], writable: Sequence[Path], net: bool
+    bwrap: str, command: str, cwd: Path, writable: Sequence[Path], net: bool
 ) -> list[str]:
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in prefix:  # a PATH folder under /tmp would be hidden by the private /tmp
-        argv += ["--ro-bind-try", str(path), str(path)]
+    # The whole file system is visible read-only (a tmpfs over /tmp would hide interpreters and
+    # homes that live under /tmp); the workspace and a private TMPDIR are the writable places.
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     argv += ["--bind", str(cwd), str(cwd)]
     for path in writable:
         argv += ["--bind-try", str(path), str(path)]
@@ -200,8 +203,21 @@ def run_command(
         run_env["PATH"] = os.pathsep.join([*map(str, path_prefix), run_env.get("PATH", "")])
     run_env.update(env or {})
     argv = ["bash", "-c", command]
+    private_tmp = None
     if sandboxed:
-        argv = _bwrap_argv(bwrap, command, cwd, path_prefix, writable, network)
+        private_tmp = tempfile.mkdtemp(prefix="cadillac-sandbox-")
+        run_env["TMPDIR"] = private_tmp
+        writable = [*writable, Path(private_tmp)]
+        argv = _bwrap_argv(bwrap, command, cwd, writable, network)
+    try:
+        return _supervise(argv, command, cwd, run_env, timeout, config, sandboxed)
+    finally:
+        if private_tmp is not None:
+            shutil.rmtree(private_tmp, ignore_errors=True)
+
+
+def _supervise(argv, command, cwd, run_env, timeout, config, sandboxed) -> CommandResult:
+    """Run argv in its own process group, reading its output under the cap, killing on timeout."""
 
     out = _Capped(config.output_cap_bytes)
     start = time.monotonic()

@@ -272,3 +272,20 @@ def test_sandbox_none_runs_unsandboxed(ws: Path, tmp_path: Path):
 def test_exec_config_forbids_unknown_fields():
     with pytest.raises(ValueError):
         ExecConfig(timeout=3)
+
+
+@needs_bwrap
+def test_bwrap_sees_programs_under_tmp_and_gives_a_private_tmpdir(ws: Path, tmp_path: Path):
+    """An interpreter or home under /tmp stays visible; scratch files go to a removed TMPDIR."""
+    tool = tmp_path / "bin" / "hello"  # tmp_path itself lives under /tmp
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho hello from $0\n")
+    tool.chmod(0o755)
+    script = f"{tool}; python3 -c 'import tempfile; print(tempfile.mkdtemp())'; echo $TMPDIR"
+    result = run_command(script, ws, ExecConfig(sandbox="bwrap"))
+    assert result.ok, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"hello from {tool}"
+    scratch, tmpdir = lines[1], lines[2]
+    assert scratch.startswith(tmpdir) and "cadillac-sandbox-" in tmpdir
+    assert not Path(tmpdir).exists()  # removed after the command
