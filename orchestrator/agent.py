@@ -30,7 +30,7 @@ from orchestrator import __version__
 from orchestrator.errors import CadillacError
 from orchestrator.executor import ExecConfig, run_command
 from orchestrator.home import Home
-from orchestrator.llm import LLMClient, LLMConfig, ModelError
+from orchestrator.llm import LLMClient, LLMConfig, ModelError, check_model
 from orchestrator.reflect import PhaseRecord, reflect
 from orchestrator.runs import PhaseSummary, Run, RunSummary, TaskRecord, new_run_id
 from orchestrator.tools import TOOLS, ToolBox
@@ -97,6 +97,8 @@ class Builder:
 
     @classmethod
     def start(cls, home: Home, config: BuildConfig, task: str, **kw) -> Builder:
+        for model in [config.llm.model, *config.llm.fallback_models]:
+            check_model(model)
         record = TaskRecord(
             run_id=new_run_id(),
             task=task,

@@ -10,7 +10,8 @@ scripted model takes exactly the path a real model takes: the same
   which ends the run instead of being retried.
 * ``scripted:NAME`` answers from a script registered in this process with
   :func:`register_script`: a list of responses, or a policy
-  ``f(messages, tools) -> response`` that sees the conversation. A response is
+  ``f(messages, tools) -> response`` that sees the conversation;
+  ``scripted:package.module:function`` imports such a policy (from the command line). A response is
   a string (plain content) or ``{"content": ..., "tool_calls": [{"name": ...,
   "arguments": {...}}]}``. Tests and the demo use these.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +87,12 @@ def open_session(model: str) -> str:
         _SESSIONS[key] = _Session(f"replay file {path}", recorded_responses(path), None)
         return f"cadillac-replay/{key}"
     if kind == "scripted":
+        if arg not in _SCRIPTS and ":" in arg:  # scripted:package.module:policy
+            module_name, _, attr = arg.partition(":")
+            try:
+                register_script(arg, getattr(import_module(module_name), attr))
+            except (ImportError, AttributeError) as exc:
+                raise KeyError(f"cannot load policy {arg!r}: {exc}") from None
         if arg not in _SCRIPTS:
             raise KeyError(f"no script named {arg!r} is registered")
         script = _SCRIPTS[arg]

@@ -166,6 +166,21 @@ def retry_after_s(exc: BaseException) -> float | None:
         return None
 
 
+def check_model(model: str) -> None:
+    """Raise ModelError now for a model string litellm cannot route (before a run starts)."""
+    from orchestrator import backends
+
+    if not model.strip():
+        raise ModelError(f"no model given: {MODEL_HINT}")
+    if backends.is_builtin(model):
+        return
+    litellm = litellm_module()
+    try:
+        litellm.get_llm_provider(model)
+    except Exception:  # litellm's BadRequestError for an unknown provider
+        raise ModelError(f"model {model!r} is not known to litellm: {MODEL_HINT}") from None
+
+
 class _HonourRetryAfter(wait_base):
     """Random exponential back-off, but never shorter than a Retry-After header asks."""
 

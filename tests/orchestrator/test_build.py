@@ -261,3 +261,36 @@ def test_a_failing_build_penalises_the_cited_lesson_its_error_echoes(seeded):
     penalised = [e for e in events(builder.run) if e["kind"] == "lessons_penalised"]
     assert penalised[0]["data"]["ids"] == [cited]
     assert "CHECK FAILED" in penalised[0]["data"]["error"]
+
+
+def test_an_unknown_model_is_refused_before_a_run_folder_is_made(home, capsys):
+    assert main(["build", "a todo app", "--model", "nosuchprovider-model-x"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not known to litellm" in err
+    assert not (Path(home) / "runs").exists()
+
+
+def test_hidden_acceptance_checks_decide_validate(home, tmp_path):
+    from phases.base import Acceptance
+
+    hidden = tmp_path / "acceptance"
+    (hidden / "accept").mkdir(parents=True)
+    (hidden / "accept" / "__init__.py").write_text("")
+    (hidden / "accept" / "test_hidden.py").write_text(
+        "import unittest\nfrom wordfreq import top_words, count_words\n\n\n"
+        "class Hidden(unittest.TestCase):\n    def test_top(self):\n"
+        "        self.assertEqual(top_words(count_words('a a b'), 1), [('a', 2)])\n"
+        "    def test_strict(self):\n"
+        "        self.assertEqual({}.get('x', 1), {'pass': 1, 'fail': 2}[ACCEPT])\n\n\n"
+        "ACCEPT = 'pass'\n"
+    )
+    ok = Acceptance(files=hidden, command="python -m unittest discover -s accept -t .")
+    model = register_script("wordfreq-accept", wordfreq.policy)
+    summary = Builder.start(Home(home), config(model), wordfreq.TASK, acceptance=ok).build()
+    assert summary.status == "passed"
+    assert "acceptance checks pass" in summary.phases[-1].check
+    text = (hidden / "accept" / "test_hidden.py").read_text().replace("'pass'\n", "'fail'\n")
+    (hidden / "accept" / "test_hidden.py").write_text(text)
+    failing = Builder.start(Home(home), config(model), wordfreq.TASK, acceptance=ok).build()
+    assert failing.status == "failed" and failing.phases[-1].phase == "validate"
+    assert "acceptance checks" in failing.phases[-1].check

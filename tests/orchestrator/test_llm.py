@@ -194,3 +194,10 @@ def test_litellm_reaches_no_network_when_imported_and_used_offline(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().endswith("fine")
+
+
+def test_a_policy_can_be_named_by_import_path(tmp_path):
+    llm = client(tmp_path, "scripted:tests.fakes.policies:last_user_words")
+    assert llm.complete([{"role": "user", "content": "one two three"}]).content == "3 words"
+    with pytest.raises(ModelError, match="cannot load policy"):
+        client(tmp_path, "scripted:tests.fakes.policies:nope")
