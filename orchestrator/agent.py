@@ -56,6 +56,8 @@ class BuildConfig(BaseModel):
     """End the build (resumably) before the spend would pass this."""
     reflect: bool = True
     """Ask the model for lessons after every phase."""
+    context_chars: int = Field(default=240_000, ge=10_000)
+    """When a phase's conversation grows past this, older tool results are elided."""
 
 
 class CostLimitReached(CadillacError):
@@ -187,6 +189,8 @@ class Builder:
             result.outcome, result.check = "error", str(exc)
             self._end_phase(name, result, record, started, record_budget=False)
             raise
+        if result.outcome == "budget_exhausted" and not result.check:
+            result.check = f"finish_phase was not called within {budget} rounds"
         self._end_phase(name, result, record, started)
         return result
 
@@ -194,6 +198,7 @@ class Builder:
         """One round: a model turn and its tool calls; True when the phase's check passed."""
         name = phase.name
         self._guard_cost()
+        compact(messages, self.config.context_chars)
         reply = self.llm.complete(messages, TOOLS)
         messages.append(reply.as_message())
         if not reply.tool_calls:
@@ -376,3 +381,30 @@ class Builder:
         s.tokens_in, s.tokens_out, s.cost_usd = t.tokens_in, t.tokens_out, t.cost_usd
         s.files = self.workspace.files()
         self.run.save_summary(s)
+
+
+KEEP_RECENT = 12
+"""Tool results among the last this many messages are never elided."""
+
+
+def compact(messages: list[dict], limit: int) -> int:
+    """Elide the oldest tool results until the conversation fits ``limit`` characters.
+
+    The opening (system prompt and task) and the most recent messages stay
+    whole; an elided result keeps its first line and says how to get it back.
+    Returns the number of characters removed.
+    """
+    total = sum(len(str(m.get("content") or "")) for m in messages)
+    removed = 0
+    for message in messages[2 : max(2, len(messages) - KEEP_RECENT)]:
+        if total - removed <= limit:
+            break
+        content = message.get("content")
+        if message.get("role") != "tool" or not isinstance(content, str) or len(content) < 400:
+            continue
+        first = content.splitlines()[0][:200] if content else ""
+        short = f"{first}\n[... {len(content):,} characters elided to save context; read the "
+        short += "file or run the command again if you need them ...]"
+        removed += len(content) - len(short)
+        message["content"] = short
+    return removed

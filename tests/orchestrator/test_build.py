@@ -294,3 +294,22 @@ def test_hidden_acceptance_checks_decide_validate(home, tmp_path):
     failing = Builder.start(Home(home), config(model), wordfreq.TASK, acceptance=ok).build()
     assert failing.status == "failed" and failing.phases[-1].phase == "validate"
     assert "acceptance checks" in failing.phases[-1].check
+
+
+def test_long_conversations_elide_old_tool_results_but_keep_the_opening_and_the_recent():
+    from orchestrator.agent import KEEP_RECENT, compact
+
+    messages = [{"role": "system", "content": "S" * 5000}, {"role": "user", "content": "task"}]
+    for i in range(30):
+        messages.append({"role": "assistant", "content": None})
+        messages.append(
+            {"role": "tool", "tool_call_id": str(i), "content": f"out {i}\n" + "x" * 5000}
+        )
+    removed = compact(messages, 60_000)
+    assert removed > 0
+    total = sum(len(str(m.get("content") or "")) for m in messages)
+    assert total <= 60_000
+    assert messages[0]["content"] == "S" * 5000
+    assert all(len(m["content"]) > 5000 for m in messages[-KEEP_RECENT:] if m["role"] == "tool")
+    assert messages[3]["content"].startswith("out 0\n[... 5,006 characters elided")
+    assert compact(messages, 60_000) == 0
