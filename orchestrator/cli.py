@@ -37,34 +37,25 @@ def _csv(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"{value!r} must be at least 1")
-    return number
+def _number(cast: type, valid, rule: str):
+    """An argparse type: ``cast`` the text, then require ``valid(number)``."""
+    kind = "a whole number" if cast is int else "a number"
+
+    def parse(value: str):
+        try:
+            number = cast(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not {kind}") from None
+        if not valid(number):
+            raise argparse.ArgumentTypeError(f"{value!r} {rule}")
+        return number
+
+    return parse
 
 
-def _unit(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if not 0.0 <= number <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value!r} is not between 0 and 1")
-    return number
-
-
-def _positive_float(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"{value!r} must be more than 0")
-    return number
+_positive = _number(int, lambda n: n >= 1, "must be at least 1")
+_unit = _number(float, lambda n: 0.0 <= n <= 1.0, "is not between 0 and 1")
+_positive_float = _number(float, lambda n: n > 0, "must be more than 0")
 
 
 def build_parser() -> argparse.ArgumentParser:
