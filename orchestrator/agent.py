@@ -30,6 +30,7 @@ from orchestrator import __version__
 from orchestrator.errors import CadillacError
 from orchestrator.executor import ExecConfig, run_command
 from orchestrator.home import Home
+from orchestrator.learning import HomeLearning, Learning
 from orchestrator.llm import LLMClient, LLMConfig, ModelError, check_model
 from orchestrator.reflect import PhaseRecord, reflect
 from orchestrator.runs import PhaseSummary, Run, RunSummary, TaskRecord, new_run_id
@@ -83,12 +84,14 @@ class Builder:
         run: Run,
         acceptance: Acceptance | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        learning: Learning | None = None,
     ):
         self.home, self.config, self.task, self.run = home, config, task, run
         self.acceptance = acceptance
         self.on_progress = on_progress or (lambda p: None)
         self.store = MemoryStore(home.memory_path)
         self.history = PhaseBudgets(home.budgets_path)
+        self.learning: Learning = learning or HomeLearning(home)
         self.llm = LLMClient(config.llm, log_path=run.llm_path)
         self.workspace = Workspace(run.workspace)
         self.venv_bin = run.workspace / ".venv" / "bin"
@@ -169,7 +172,13 @@ class Builder:
 
     def run_phase(self, name: str, budget: int) -> PhaseSummary:
         phase = self.phases[name]
-        ctx = PhaseContext(self.task, self.workspace, self._run_command, self.acceptance)
+        ctx = PhaseContext(
+            self.task,
+            self.workspace,
+            self._run_command,
+            self.acceptance,
+            cache_dir=self.home.root / ".cache",
+        )
         record = PhaseRecord(self.task, name)
         result = PhaseSummary(phase=name, outcome="budget_exhausted", budget=budget)
         started = time.perf_counter()
@@ -308,7 +317,7 @@ class Builder:
         )
         tags = self._tags()
         if record_budget:
-            self.history.record_phase_outcome(
+            self.learning.record_phase(
                 name, result.rounds, len(self.workspace.files()), tags=tags, outcome=result.outcome
             )
         if self.config.reflect and record_budget:  # not after a stop for cost
@@ -323,14 +332,16 @@ class Builder:
         for reason in skipped:
             self.run.event("reflection_skipped_line", phase=record.phase, reason=reason)
         for lesson in lessons:
-            stored, merged = self.store.add(lesson)
-            self.summary.lessons_saved.append(stored.id)
+            stored_id, merged = self.learning.save_lesson(lesson)
+            if stored_id is not None:
+                self.summary.lessons_saved.append(stored_id)
             self.run.event(
                 "lesson_saved",
                 phase=record.phase,
-                id=stored.id,
+                id=stored_id,
                 merged=merged,
-                trigger=stored.trigger,
+                deferred=stored_id is None,
+                trigger=lesson.trigger,
             )
         self.run.event(
             "reflection",
@@ -347,10 +358,10 @@ class Builder:
         if not applied:
             return
         if s.status == "passed":
-            s.lessons_boosted = self.store.boost_confidence(applied)
+            s.lessons_boosted = self.learning.boost(applied)
             self.run.event("lessons_boosted", ids=s.lessons_boosted)
         elif failure:
-            s.lessons_penalised = self.store.penalize_backfired(applied, failure)
+            s.lessons_penalised = self.learning.penalize(applied, failure)
             self.run.event("lessons_penalised", ids=s.lessons_penalised, error=failure[:500])
 
     def _tags(self) -> list[str]:

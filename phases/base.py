@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -85,7 +85,8 @@ class PhaseContext:
     workspace: Workspace
     run: Runner
     acceptance: Acceptance | None = None
-    notes: dict[str, str] = field(default_factory=dict)
+    cache_dir: Path | None = None
+    """Where phases may keep reusable things between builds (a template virtual env)."""
 
     def plan(self) -> Plan:
         """The validated plan.json (raises PlanError)."""
