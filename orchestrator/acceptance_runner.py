@@ -281,9 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     folder = Path(args.folder)
     if not folder.is_dir():
-        tally = Tally()
-        print(json.dumps(tally.report()), flush=True)
-        print(f"no such folder: {folder}", file=sys.stderr)
+        print(f"no such folder: {folder}", file=sys.stderr, flush=True)
+        print(json.dumps(Tally().report()), flush=True)
         return 2
     root = os.getcwd()
     sys.path.insert(0, root)
@@ -303,4 +302,4 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     code = main()
     sys.stdout.flush()
-    os._exit(code)
+    os._exit(code)  # threads or servers a check left running must not keep the process alive

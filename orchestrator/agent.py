@@ -55,6 +55,8 @@ class BuildConfig(BaseModel):
     """Character budget of the lessons section."""
     max_cost_usd: float | None = Field(default=None, gt=0)
     """End the build (resumably) before the spend would pass this."""
+    max_seconds: float | None = Field(default=None, gt=0)
+    """End the build (resumably) once it has run this long (a matrix task's timeout)."""
     reflect: bool = True
     """Ask the model for lessons after every phase."""
     context_chars: int = Field(default=240_000, ge=10_000)
@@ -62,7 +64,7 @@ class BuildConfig(BaseModel):
 
 
 class CostLimitReached(CadillacError):
-    pass
+    """The build hit its cost or time limit; it ends cleanly and can be resumed."""
 
 
 @dataclass
@@ -122,6 +124,7 @@ class Builder:
         s = self.summary
         s.status, s.reason, s.ended = "running", "", None
         started, self._base_seconds = time.time(), s.seconds
+        self._started = started
         recalled = self.store.recall(self.task, limit=self.config.recall_limit)
         self.lessons_text = format_for_prompt(recalled, self.config.lessons_chars)
         self.recalled_ids = [r.lesson.id for r in recalled]
@@ -206,7 +209,7 @@ class Builder:
     def _turn(self, phase, ctx, messages, record, result) -> bool:
         """One round: a model turn and its tool calls; True when the phase's check passed."""
         name = phase.name
-        self._guard_cost()
+        self._guard_limits()
         compact(messages, self.config.context_chars)
         reply = self.llm.complete(messages, TOOLS)
         messages.append(reply.as_message())
@@ -371,7 +374,12 @@ class Builder:
             stack = []
         return sorted(set(self.tags) | {t.lower() for t in stack})
 
-    def _guard_cost(self) -> None:
+    def _guard_limits(self) -> None:
+        limit = self.config.max_seconds
+        if limit is not None and time.time() - self._started > limit:
+            raise CostLimitReached(
+                f"stopped after the time limit of {limit:g} s; resume with --resume {self.run.id}"
+            )
         cap, spent = self.config.max_cost_usd, self.llm.totals.cost_usd
         if cap is None or spent is None:
             return

@@ -26,7 +26,7 @@ console = Console(highlight=False, width=None if sys.stdout.isatty() else 120)
 err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 120)
 
 
-def _config(args: argparse.Namespace):
+def build_config(args: argparse.Namespace):
     from orchestrator.agent import BuildConfig
     from orchestrator.llm import MODEL_HINT, LLMConfig
 
@@ -38,14 +38,14 @@ def _config(args: argparse.Namespace):
         api_base=args.api_base or os.environ.get("CADILLAC_API_BASE") or None,
         fallback_models=args.fallback_model or [],
     )
-    return BuildConfig(llm=llm, max_cost_usd=args.max_cost)
+    return BuildConfig(llm=llm, max_cost_usd=getattr(args, "max_cost", None))
 
 
 def build(args: argparse.Namespace) -> int:
     from orchestrator.agent import Builder
 
     home = Home.resolve(getattr(args, "home", None)).check(write=True)
-    config = _config(args)
+    config = build_config(args)
     if args.resume:
         if args.task:
             raise CadillacError("give either a task or --resume RUN_ID, not both")
@@ -147,6 +147,18 @@ def runs_list(args: argparse.Namespace) -> int:
 
 def runs_show(args: argparse.Namespace) -> int:
     home = Home.resolve(getattr(args, "home", None)).check()
+    special = home.runs_dir / args.run_id
+    if args.run_id.startswith("improve-") and special.is_dir():
+        if args.json:
+            print((special / "summary.json").read_text(encoding="utf-8"))
+        else:
+            from orchestrator.improve_commands import show_improve
+
+            show_improve(special)
+        return 0
+    if args.run_id.startswith("matrix-") and (special / "results.json").is_file():
+        print((special / "results.json").read_text(encoding="utf-8"))
+        return 0
     run = Run.open(home.runs_dir, args.run_id)
     summary = run.summary()
     if args.json:

@@ -29,10 +29,37 @@ from pydantic import BaseModel
 # Two-sided 95% Student-t quantiles (t_{0.975, df}) for df = 1..30; above 30 the
 # values approach 1.96 and are interpolated in 1/df, which is exact to 3 decimals.
 _T975 = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-]  # fmt: skip
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+]
 
 
 def t975(df: int) -> float:
@@ -115,15 +142,19 @@ def decide(
     elif delta < threshold:
         reason, ok = f"train lift {delta:+.3f} is below the threshold {threshold:.3f}", False
     elif interval.low <= 0:
-        reason = (f"train lift {delta:+.3f} is not distinguishable from noise "
-                  f"(95% interval {interval.low:+.3f} .. {interval.high:+.3f})")  # fmt: skip
+        reason = (
+            f"train lift {delta:+.3f} is not distinguishable from noise "
+            f"(95% interval {interval.low:+.3f} .. {interval.high:+.3f})"
+        )
         ok = False
     elif holdout is not None and holdout < -threshold:
         reason, ok = f"holdout fell by {-holdout:.3f}, more than the threshold", False
     else:
-        reason = (f"train lift {delta:+.3f} (95% interval {interval.low:+.3f} .. "
-                  f"{interval.high:+.3f})"
-                  + ("" if holdout is None else f", holdout {holdout:+.3f}"))  # fmt: skip
+        reason = (
+            f"train lift {delta:+.3f} (95% interval {interval.low:+.3f} .. "
+            f"{interval.high:+.3f})" + ("" if holdout is None else f", holdout {holdout:+.3f}")
+        )
         ok = True
-    return Decision(accepted=ok, train_delta=delta, holdout_delta=holdout, interval=interval,
-                    reason=reason)  # fmt: skip
+    return Decision(
+        accepted=ok, train_delta=delta, holdout_delta=holdout, interval=interval, reason=reason
+    )

@@ -145,3 +145,71 @@ def test_empty_folder_is_not_a_pass(tmp_path: Path) -> None:
     (ws / "acceptance").mkdir(parents=True)
     code, report, _ = _run(ws, "acceptance")
     assert (code, report["total"]) == (1, 0)
+
+
+HOSTILE = """
+    import os
+    import subprocess
+    import sys
+    import threading
+    import time
+    import unittest
+
+
+    def test_exits():
+        sys.exit(3)
+
+
+    def test_changes_directory():
+        os.chdir("/")
+
+
+    def test_runs_in_the_workspace_root():
+        assert os.path.exists("acceptance")
+
+
+    def test_leaves_a_thread_running():
+        threading.Thread(target=time.sleep, args=(60,)).start()
+
+
+    def test_child_writes_to_stdout():
+        subprocess.run([sys.executable, "-c", "print('from a child')"], check=True)
+
+
+    def test_sees_no_runner_arguments():
+        assert sys.argv[1:] == []
+
+
+    class BrokenSetup(unittest.TestCase):
+        @classmethod
+        def setUpClass(cls):
+            raise RuntimeError("no database")
+
+        def test_a(self):
+            pass
+
+        def test_b(self):
+            pass
+
+
+    class SubTests(unittest.TestCase):
+        def test_each_number(self):
+            for n in (1, 2, 3):
+                with self.subTest(n=n):
+                    self.assertLess(n, 3)
+"""
+
+
+def test_checks_cannot_break_the_runner(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "acceptance").mkdir(parents=True)
+    (ws / "acceptance" / "test_hostile.py").write_text(textwrap.dedent(HOSTILE))
+    code, report, stdout = _run(ws, "acceptance", "--check-timeout", "5")
+    failed = {f["check"] for f in report["failures"]}
+    assert failed == {
+        "test_hostile.py::test_exits",
+        "test_hostile.py::BrokenSetup::setUpClass",
+        "test_hostile.py::SubTests::test_each_number",
+    }
+    assert (report["passed"], report["total"], code) == (5, 8, 1)
+    assert "from a child" not in stdout
