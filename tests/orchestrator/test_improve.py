@@ -308,3 +308,58 @@ def test_status_and_runs_show_read_the_records(home, repo, capsys):
     assert f"improve {summary.id}" in out and "no_proposal" in out
     assert main(["runs", "show", f"improve-{summary.id}", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["id"] == summary.id
+
+
+class Lift(CoinFlips):
+    """Every baseline build fails and every candidate build passes."""
+
+    def run(self, code: Path, label: str) -> MatrixResults:
+        self.p = 0.0 if label == "baseline" else 1.0
+        return super().run(code, label)
+
+
+class Interrupted(CoinFlips):
+    def run(self, code: Path, label: str) -> MatrixResults:
+        if label == "candidate":
+            raise KeyboardInterrupt
+        return super().run(code, label)
+
+
+ONE_NOTE = [answer([{"file": "phases/build.md", "search": "# Phase: build\n",
+                     "replace": "# Phase: build\n<!-- n -->\n"}], "a note")]  # fmt: skip
+
+
+def test_apply_leaves_a_dirty_checkout_alone(home, repo):
+    quick = {"test_command": [sys.executable, "-c", "pass"]}
+    (repo / "phases/plan.md").write_text("my own unfinished edit\n")
+    summary = cycle(home, repo, ONE_NOTE, runner=Lift(6), iterations=1, apply=True, **quick).run()
+    assert summary.iterations[0].status == "accepted"
+    assert not summary.applied and "uncommitted changes" in summary.apply_note
+    assert (repo / "phases/plan.md").read_text() == "my own unfinished edit\n"
+    assert git(repo, "rev-parse", "HEAD") == summary.base_commit
+
+
+def test_ctrl_c_during_a_trial_cleans_up_and_releases_the_lock(home, repo):
+    quick = {"test_command": [sys.executable, "-c", "pass"]}
+    with pytest.raises(KeyboardInterrupt):
+        cycle(home, repo, ONE_NOTE, runner=Interrupted(7), iterations=1, **quick).run()
+    assert git(repo, "worktree", "list").count("\n") == 0
+    assert git(repo, "branch", "--list", "cadillac/*") == ""
+    assert git(repo, "status", "--porcelain") == ""
+    cycle_lock(repo).release()  # free again
+
+
+def test_repeated_tool_errors_are_a_weakness(home):
+    from orchestrator.weaknesses import find_weaknesses
+
+    runs_dir = Path(home) / "runs"
+    (runs_dir / "r1").mkdir(parents=True)
+    error = {"kind": "tool", "phase": "build", "data": {"tool": "edit_file", "ok": False,
+             "error": "The search text occurs 2 times in app.py; include more lines"}}  # fmt: skip
+    (runs_dir / "r1" / "events.jsonl").write_text("\n".join([json.dumps(error)] * 3) + "\n")
+    results = CoinFlips(0, tasks=("t1",), repeats=1).run(Path("."), "x")
+    results.runs[0].run_id = "r1"
+    results.runs[0].score = 0.0
+    kinds = {w.kind: w for w in find_weaknesses(results, runs_dir)}
+    assert kinds["tool"].signature.startswith("tool:edit_file:The search text occurs 2 times")
+    assert "orchestrator/tools.py" in kinds["tool"].targets
