@@ -117,6 +117,8 @@ class TaskStats(BaseModel):
     spread: float
     """Highest minus lowest score over the repeats."""
     cost_usd: float | None
+    tokens: int = 0
+    """Tokens in and out, summed over the task's builds."""
     seconds: float
     """Mean seconds per build."""
 

@@ -50,7 +50,17 @@ def matrix_run(args: argparse.Namespace) -> int:
         print(results.model_dump_json(indent=2))
         return 0
     table = Table(title=f"matrix {results.id}: {matrix}", title_justify="left")
-    for name in ("task", "split", "weight", "mean", "spread", "runs", "cost", "time/build"):
+    for name in (
+        "task",
+        "split",
+        "weight",
+        "mean",
+        "spread",
+        "runs",
+        "cost",
+        "tokens",
+        "time/build",
+    ):
         table.add_column(name, justify="left" if name in ("task", "split") else "right")
     for t in results.tasks:
         cost = "-" if t.cost_usd is None else f"${t.cost_usd:.3f}"
