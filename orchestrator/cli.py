@@ -202,6 +202,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run="improve_commands:improve")
 
+    p = commands.add_parser(
+        "nightly",
+        parents=[home, model],
+        help="one improve cycle under a time budget, with a report",
+    )
+    p.add_argument("--matrix", metavar="DIR", help="a folder of tasks (default: matrices/default)")
+    p.add_argument("--iterations", type=_positive, default=5, metavar="N")
+    p.add_argument("--time-budget", default="6h", metavar="DURATION", help="e.g. 6h, 90m")
+    p.add_argument("--repeats", type=_positive, default=3, metavar="K", help="builds per task")
+    p.add_argument("--jobs", type=_positive, default=1, metavar="N", help="builds at once")
+    p.add_argument("--improver-model", metavar="M", help="model that writes patches")
+    p.add_argument(
+        "--repo", metavar="PATH", help="the repository to patch (default: cadillac's own)"
+    )
+    p.add_argument("--apply", action="store_true", help="fast-forward the checkout to kept patches")
+    p.set_defaults(run="nightly_commands:nightly")
+
+    p = commands.add_parser("report", parents=[home], help="rebuild the nightly reports")
+    p.add_argument("--open", action="store_true", help="open runs/index.html in a browser")
+    p.set_defaults(run="nightly_commands:report")
+
+    sched = commands.add_parser("schedule", parents=[home], help="run the nightly every night")
+    sub = sched.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    sub.required = True
+    for action, text in (
+        ("print", "print the crontab line or systemd units"),
+        ("install", "install them"),
+        ("remove", "take them away"),
+    ):
+        p = sub.add_parser(action, parents=[home], help=text)
+        p.add_argument("--at", default="02:17", metavar="HH:MM", help="time of day (default 02:17)")
+        kind = p.add_mutually_exclusive_group()
+        kind.add_argument("--cron", dest="kind", action="store_const", const="cron")
+        kind.add_argument("--systemd", dest="kind", action="store_const", const="systemd")
+        p.add_argument(
+            "nightly_args",
+            nargs=argparse.REMAINDER,
+            help="arguments for cadillac nightly, after --",
+        )
+        p.set_defaults(run="nightly_commands:schedule", kind="cron")
+
     runs = commands.add_parser("runs", parents=[home], help="past runs (runs/ in the home)")
     runs.set_defaults(run="build_commands:runs_list", json=False)
     sub = runs.add_subparsers(dest="runs_command", metavar="ACTION", parser_class=_Parser)

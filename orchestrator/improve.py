@@ -131,12 +131,15 @@ class ImproveCycle:
         improver: LLMClient,
         config: ImproveConfig,
         on_event: Callable[[str], None] | None = None,
+        folder: Path | None = None,
     ):
         self.home, self.runner, self.improver, self.config = home, runner, improver, config
         self.repo = repo_root(repo)
         self.say = on_event or (lambda text: None)
         self.store = MemoryStore(home.memory_path)
         self.rejected: dict[str, list[str]] = defaultdict(list)
+        self.folder_override = folder
+        self.summary: ImproveSummary | None = None
 
     def run(self) -> ImproveSummary:
         lock = cycle_lock(self.repo)
@@ -155,7 +158,8 @@ class ImproveCycle:
             tip_commit=base,
             started=time.time(),
         )
-        self.folder = self.home.runs_dir / f"improve-{s.id}"
+        self.summary = s
+        self.folder = self.folder_override or self.home.runs_dir / f"improve-{s.id}"
         self.folder.mkdir(parents=True)
         self.improver.log_path = self.folder / "improver.llm.jsonl"
         _write(self.folder / "summary.json", s)
@@ -345,7 +349,9 @@ class ImproveCycle:
 
 
 def latest_improve_run(home: Home) -> Path:
-    runs = sorted(home.runs_dir.glob("improve-*"), reverse=True) if home.runs_dir.is_dir() else []
+    """The newest improve run's folder, standalone or inside a nightly run."""
+    found = [*home.runs_dir.glob("improve-*"), *home.runs_dir.glob("nightly-*/improve")]
+    runs = sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
     if not runs:
         raise CadillacError(f"no improve runs in {home.runs_dir}")
     return runs[0]

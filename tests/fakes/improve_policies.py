@@ -42,3 +42,15 @@ def never_plans(messages, tools):
     if not tools:
         return "NONE"
     return {"tool_calls": [{"name": "list_files", "arguments": {"path": "."}}]}
+
+
+def digit_improver(messages, tools):
+    """An improver that adds SENTENCE to the build phase's prompt."""
+    import json
+
+    edit = {
+        "file": "phases/build.md",
+        "search": "# Phase: build\n",
+        "replace": f"# Phase: build\n\n{SENTENCE}\n",
+    }
+    return json.dumps({"reason": "say how digits count", "edits": [edit]})

@@ -1,0 +1,247 @@
+"""``cadillac nightly``: one improve cycle under a time budget, a lock per home, and a report.
+
+What this module decides, and why:
+
+* One nightly at a time per home. The lock is an ``flock`` on
+  ``<home>/nightly.lock``, which the kernel releases when its process dies,
+  so a run killed with SIGKILL never blocks the next night. Beside it,
+  ``nightly.lock.json`` says which process holds it and since when; a second
+  nightly prints that and exits 0 (cron should not mail an error for it).
+* Each night writes ``runs/nightly-<date>/``: ``nightly.json`` (status, times,
+  models, the improve run), ``nightly.log`` (also echoed to the terminal, so
+  cron mail stays short), the improve run's records in ``improve/``, and
+  ``report.html`` / ``report.md``. The report is written when the night
+  starts, after every iteration and at the end, so a night that is killed
+  still leaves a report, and its status says what happened: SIGTERM or Ctrl-C
+  mark it ``interrupted`` at once; a SIGKILL leaves ``running``, which
+  ``cadillac report`` turns into ``interrupted`` once no process holds the lock.
+* Exit status 0 when the cycle ran, whether or not a patch was accepted; 1
+  with one line when it could not run (no model, not a git checkout, a bad
+  matrix), after the night's record and report say so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import sys
+import time
+from datetime import date, datetime
+from pathlib import Path
+from typing import Literal
+
+from filelock import FileLock, Timeout
+from pydantic import BaseModel, Field
+
+from orchestrator.errors import CadillacError
+from orchestrator.home import Home
+
+Status = Literal["running", "finished", "interrupted", "failed"]
+
+
+class NightlyRecord(BaseModel):
+    v: int = 1
+    date: str
+    status: Status = "running"
+    reason: str = ""
+    pid: int = Field(default_factory=os.getpid)
+    host: str = Field(default_factory=socket.gethostname)
+    started: float = Field(default_factory=time.time)
+    ended: float | None = None
+    model: str = ""
+    improver_model: str = ""
+    improve_id: str | None = None
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in '6h', '90m', '45s', '1.5h' or a bare number of minutes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([hms]?)\s*", text or "")
+    if not match:
+        raise CadillacError(f"cannot read the duration {text!r}: write it like 6h, 90m or 45s")
+    value, unit = float(match.group(1)), match.group(2) or "m"
+    return value * {"h": 3600, "m": 60, "s": 1}[unit]
+
+
+class NightlyLock:
+    """The per-home lock of nightly runs, with who holds it."""
+
+    def __init__(self, home: Home):
+        self.lock = FileLock(str(home.root / "nightly.lock"), timeout=0)
+        self.info = home.root / "nightly.lock.json"
+
+    def acquire(self, folder: Path) -> bool:
+        try:
+            self.lock.acquire()
+        except Timeout:
+            return False
+        self.info.write_text(
+            json.dumps({"pid": os.getpid(), "since": time.time(), "folder": str(folder)})
+        )
+        return True
+
+    def holder(self) -> str:
+        try:
+            info = json.loads(self.info.read_text())
+        except (OSError, ValueError):
+            return "another process"
+        since = datetime.fromtimestamp(info["since"]).strftime("%Y-%m-%d %H:%M:%S")
+        return f"process {info['pid']} (since {since}, {info.get('folder', '?')})"
+
+    def acquire_probe(self) -> bool:
+        probe = FileLock(self.lock.lock_file, timeout=0)
+        try:
+            probe.acquire()
+        except Timeout:
+            return False
+        probe.release()
+        return True
+
+    def release(self) -> None:
+        self.info.unlink(missing_ok=True)
+        self.lock.release()
+
+
+def night_folder(home: Home, today: date | None = None) -> Path:
+    """runs/nightly-<date>, or -2, -3 ... when that night already ran."""
+    base = f"nightly-{(today or date.today()).isoformat()}"
+    folder, n = home.runs_dir / base, 1
+    while folder.exists():
+        n += 1
+        folder = home.runs_dir / f"{base}-{n}"
+    return folder
+
+
+def _logger(folder: Path, quiet: bool) -> logging.Logger:
+    log = logging.getLogger(f"cadillac.nightly.{folder.name}")
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    form = logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
+    handlers: list[logging.Handler] = [logging.FileHandler(folder / "nightly.log")]
+    if not quiet:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    for handler in handlers:
+        handler.setFormatter(form)
+        log.addHandler(handler)
+    return log
+
+
+def run_nightly(home: Home, args, quiet: bool = False) -> int:
+    """The whole nightly (see the module docstring); returns the exit status."""
+    from orchestrator import report
+
+    lock = NightlyLock(home)
+    home.runs_dir.mkdir(parents=True, exist_ok=True)
+    folder = night_folder(home)
+    if not lock.acquire(folder):
+        print(
+            f"cadillac: a nightly is already running in {home.root}: {lock.holder()}; "
+            "nothing to do",
+            file=sys.stderr,
+        )
+        return 0
+    folder.mkdir(parents=True)
+    log = _logger(folder, quiet)
+    model = args.model or os.environ.get("CADILLAC_MODEL", "")
+    record = NightlyRecord(
+        date=folder.name.removeprefix("nightly-"),
+        model=model,
+        improver_model=args.improver_model or model,
+    )
+
+    def save() -> None:
+        (folder / "nightly.json").write_text(record.model_dump_json(indent=2) + "\n")
+        report.write_reports(home, folder)
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    save()
+    log.info(f"nightly {folder.name} started in {home.root} (pid {record.pid})")
+    code, cycle = 0, None
+    try:
+        cycle = _cycle(home, args, folder, record, log, save)
+        summary = cycle.run()
+        record.improve_id = summary.id
+        record.status = "finished"
+        accepted = sum(1 for it in summary.iterations if it.status == "accepted")
+        record.reason = (
+            f"{len(summary.iterations)} iteration(s), {accepted} patch(es) accepted; "
+            f"{summary.stopped_because}"
+        )
+        if summary.apply_note:
+            record.reason += f"; {summary.apply_note}"
+    except KeyboardInterrupt:
+        record.status, record.reason = "interrupted", "interrupted before the cycle ended"
+        code = 130
+    except CadillacError as exc:
+        record.status, record.reason = "failed", f"could not run: {exc}"
+        print(f"cadillac: error: {exc}", file=sys.stderr)
+        code = 1
+    except Exception as exc:  # a bug: keep it in the log and the report
+        record.status, record.reason = "failed", f"internal error: {type(exc).__name__}: {exc}"
+        log.exception("nightly failed")
+        code = 1
+    finally:
+        if cycle is not None and cycle.summary is not None:
+            record.improve_id = cycle.summary.id
+        record.ended = time.time()
+        signal.signal(signal.SIGTERM, previous)
+        log.info(f"nightly {record.status}: {record.reason}")
+        save()
+        log.info(f"report: {folder / 'report.html'}")
+        lock.release()
+        for handler in list(log.handlers):
+            handler.close()
+            log.removeHandler(handler)
+    return code
+
+
+def _cycle(home: Home, args, folder: Path, record: NightlyRecord, log, save):
+    from orchestrator.improve import ImproveConfig, ImproveCycle
+    from orchestrator.improve_commands import REPO
+    from orchestrator.llm import LLMClient, LLMConfig, check_model
+    from orchestrator.matrix import DEFAULT_MATRIX, load_matrix
+    from orchestrator.trial import SubprocessMatrix, repo_root
+
+    for name in (record.model, record.improver_model):
+        check_model(name)
+    repo = repo_root(Path(args.repo) if getattr(args, "repo", None) else REPO)
+    matrix = Path(args.matrix).resolve() if args.matrix else DEFAULT_MATRIX
+    load_matrix(matrix)
+    budget = parse_duration(args.time_budget) if args.time_budget else None
+    runner = SubprocessMatrix(
+        home.root, matrix, record.model, args.repeats, args.jobs, args.api_base
+    )
+    improver = LLMClient(LLMConfig(model=record.improver_model, api_base=args.api_base))
+    config = ImproveConfig(iterations=args.iterations, apply=args.apply, max_seconds=budget)
+
+    def event(text: str) -> None:
+        log.info(text)
+        if text.startswith("iter ") and not text.split(": ", 1)[1].startswith("weakness"):
+            save()  # an iteration ended: the report shows it now
+
+    cycle = ImproveCycle(
+        home, repo, runner, improver, config, on_event=event, folder=folder / "improve"
+    )
+    return cycle
+
+
+def stale_running_becomes_interrupted(home: Home) -> None:
+    """A night still 'running' while nobody holds the lock was killed: say so."""
+    lock = NightlyLock(home)
+    if not lock.acquire_probe():
+        return
+    for path in home.runs_dir.glob("nightly-*/nightly.json"):
+        try:
+            record = NightlyRecord.model_validate_json(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if record.status == "running":
+            record.status = "interrupted"
+            record.reason = "the process was killed before the night ended"
+            path.write_text(record.model_dump_json(indent=2) + "\n")
