@@ -115,18 +115,24 @@ def night_folder(home: Home, today: date | None = None) -> Path:
     return folder
 
 
-def _logger(folder: Path, quiet: bool) -> logging.Logger:
+FORMAT = logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
+
+
+def _logger(folder: Path) -> logging.Logger:
+    """The night's log: its file at once; the terminal too once the cycle can run."""
     log = logging.getLogger(f"cadillac.nightly.{folder.name}")
     log.setLevel(logging.INFO)
     log.propagate = False
-    form = logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
-    handlers: list[logging.Handler] = [logging.FileHandler(folder / "nightly.log")]
-    if not quiet:
-        handlers.append(logging.StreamHandler(sys.stderr))
-    for handler in handlers:
-        handler.setFormatter(form)
-        log.addHandler(handler)
+    handler = logging.FileHandler(folder / "nightly.log")
+    handler.setFormatter(FORMAT)
+    log.addHandler(handler)
     return log
+
+
+def _echo(log: logging.Logger) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(FORMAT)
+    log.addHandler(handler)
 
 
 def run_nightly(home: Home, args, quiet: bool = False) -> int:
@@ -144,7 +150,7 @@ def run_nightly(home: Home, args, quiet: bool = False) -> int:
         )
         return 0
     folder.mkdir(parents=True)
-    log = _logger(folder, quiet)
+    log = _logger(folder)
     model = args.model or os.environ.get("CADILLAC_MODEL", "")
     record = NightlyRecord(
         date=folder.name.removeprefix("nightly-"),
@@ -165,6 +171,8 @@ def run_nightly(home: Home, args, quiet: bool = False) -> int:
     code, cycle = 0, None
     try:
         cycle = _cycle(home, args, folder, record, log, save)
+        if not quiet:
+            _echo(log)
         summary = cycle.run()
         record.improve_id = summary.id
         record.status = "finished"

@@ -34,4 +34,3 @@ def schedule(args: argparse.Namespace) -> int:
 
     args.nightly_args = [a for a in (args.nightly_args or []) if a != "--"]
     return handle(args)
-

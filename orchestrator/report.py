@@ -45,7 +45,7 @@ h1{font-size:1.6rem;margin:0 0 4px}h2{font-size:1.2rem;margin:32px 0 8px;border-
 .cards{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}.card{background:#fff;border:1px solid
 #e5e7eb;border-radius:8px;padding:12px 16px;min-width:150px}.card b{display:block;font-size:1.4rem}
 .card span{color:#6b7280;font-size:.85rem}
-.grid2{display:grid;grid-template-columns:1fr 1fr;gap:16px}
+.grid2{display:grid;grid-template-columns:1fr;gap:16px}
 .panel{background:#fff;border:1px solid #e5e7eb;border-radius:8px;padding:12px}
 table{border-collapse:collapse;width:100%;background:#fff;font-size:.9rem}th,td{border-bottom:1px
 solid #e5e7eb;padding:6px 8px;text-align:left;vertical-align:top}th{background:#f3f4f6}
@@ -53,7 +53,7 @@ solid #e5e7eb;padding:6px 8px;text-align:left;vertical-align:top}th{background:#
 .no_proposal{color:#6b7280}.status-running{color:#b45309}.status-interrupted{color:#b91c1c}
 .status-finished{color:#15803d}details{margin:6px 0}pre{background:#0f172a;color:#e2e8f0;
 padding:10px;border-radius:6px;overflow-x:auto;font-size:.8rem}.add{color:#86efac}.del{color:#fca5a5}
-@media (max-width:800px){.grid2{grid-template-columns:1fr}}
+@media (min-width:1600px){.grid2{grid-template-columns:1fr 1fr}}
 """
 
 

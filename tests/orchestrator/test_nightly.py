@@ -37,7 +37,9 @@ def nightly_args(repo: Path, *extra: str) -> list[str]:
         "--iterations",
         "1",
         "--repeats",
-        "1",
+        "2",
+        "--jobs",
+        "2",
         "--time-budget",
         "20m",
         *extra,
@@ -72,16 +74,19 @@ def test_two_nights_write_reports_with_one_history_point_per_night(home, repo, c
     log = (second / "nightly.log").read_text()
     assert "started" in log and "nightly finished" in log
     page = (second / "report.html").read_text()
-    assert "<script" not in page and "http://" not in page and "https://" not in page
+    for fetch in ("<script", "<link", "@import", "url(", "<img"):  # one self-contained file
+        assert fetch not in page
+    assert not re.search(r"(src|href)\s*=\s*[\"']?https?:", page)
     train = marks(page, "train")
     assert [y for _, y in train] == ["0.625", "0.625"]  # the baseline at the start of each night
     assert len(marks(page, "holdout")) == 2
     grid = [m for m in re.findall(r'data-series="wf-[abh]"', page)]
-    assert len(grid) == 3
+    assert len(grid) == 3 * 2  # three tasks, two repeats
     md = (second / "report.md").read_text()
     assert "| iter | weakness | decision |" in md and "accepted" in md and "```diff" in md
     index = (Path(home) / "runs" / "index.html").read_text()
-    assert index.index(second.name) < index.index(nights[0].name)  # newest first
+    newest, oldest = f"href='{second.name}/", f"href='{nights[0].name}/"
+    assert index.index(newest) < index.index(oldest)  # newest first
 
 
 def test_a_second_nightly_exits_0_while_one_holds_the_lock(home, repo, capsys):
