@@ -207,3 +207,14 @@ def test_the_report_renders_in_headless_chromium_without_console_errors(home, re
         timeout=120,
     )
     assert shot.is_file() and shot.stat().st_size > 10_000
+
+
+def test_report_marks_a_night_left_running_by_a_killed_process_as_interrupted(home, capsys):
+    night = Path(home) / "runs" / "nightly-2026-01-01"
+    night.mkdir(parents=True)
+    record = {"date": "2026-01-01", "status": "running", "pid": 999999, "started": 1.0}
+    (night / "nightly.json").write_text(json.dumps(record))
+    assert main(["report"]) == 0
+    again = json.loads((night / "nightly.json").read_text())
+    assert again["status"] == "interrupted" and "killed" in again["reason"]
+    assert "interrupted" in (night / "report.md").read_text()
