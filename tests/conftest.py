@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,18 @@ CORPUS_BUDGETS = FIXTURES / "cadillac_corpus" / "budget_history.jsonl"
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh CADILLAC_HOME for each test; the tests write nowhere else."""
+    """A fresh CADILLAC_HOME for each test; the tests write nowhere else.
+
+    Temporary files (worktrees of improve trials, sandbox scratch folders) go under
+    tmp_path too, in this process and in the subprocesses it starts.
+    """
     home = tmp_path / "home"
     home.mkdir()
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     monkeypatch.setenv("CADILLAC_HOME", str(home))
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     monkeypatch.chdir(tmp_path)
     return home
 
