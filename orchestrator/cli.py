@@ -132,16 +132,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path", action="store_true", help="print the history file's path")
     p.set_defaults(run="budgets")
 
-    p = commands.add_parser("build", parents=[home], help="build TASK through the six phases")
-    p.add_argument("task", nargs="?", help='what to build, e.g. "a Flask todo API with SQLite"')
-    p.add_argument("--model", help="litellm model string (default: $CADILLAC_MODEL)")
-    p.add_argument("--api-base", help="server URL for a local or proxied model")
-    p.add_argument(
+    model = _Parser(add_help=False)
+    model.add_argument("--model", help="litellm model string (default: $CADILLAC_MODEL)")
+    model.add_argument("--api-base", help="server URL for a local or proxied model")
+    model.add_argument(
         "--fallback-model",
         action="append",
         metavar="MODEL",
         help="tried when the model keeps failing (repeatable)",
     )
+
+    p = commands.add_parser(
+        "build", parents=[home, model], help="build TASK through the six phases"
+    )
+    p.add_argument("task", nargs="?", help='what to build, e.g. "a Flask todo API with SQLite"')
     p.add_argument(
         "--max-cost",
         type=_positive_float,
@@ -154,49 +158,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print only the summary, as JSON")
     p.set_defaults(run="build_commands:build")
 
-    model = _Parser(add_help=False)
-    model.add_argument("--model", help="litellm model string (default: $CADILLAC_MODEL)")
-    model.add_argument("--api-base", help="server URL for a local or proxied model")
-    model.add_argument(
-        "--fallback-model",
-        action="append",
-        metavar="MODEL",
-        help="tried when the model keeps failing (repeatable)",
+    matrix_dir = _Parser(add_help=False)
+    matrix_dir.add_argument(
+        "--matrix", metavar="DIR", help="a folder of tasks (default: matrices/default)"
     )
+    matrix_dir.add_argument("--jobs", type=_positive, default=1, metavar="N", help="builds at once")
 
     matrix = commands.add_parser("matrix", parents=[home], help="the benchmark matrix")
     sub = matrix.add_subparsers(dest="matrix_command", metavar="ACTION", parser_class=_Parser)
     sub.required = True
-    p = sub.add_parser("run", parents=[home, model], help="build every task K times and score")
-    p.add_argument("--matrix", metavar="DIR", help="a folder of tasks (default: matrices/default)")
+    p = sub.add_parser(
+        "run", parents=[home, model, matrix_dir], help="build every task K times and score"
+    )
     p.add_argument("--repeats", type=_positive, default=1, metavar="K")
     p.add_argument("--split", choices=("train", "holdout", "all"), default="all")
-    p.add_argument("--jobs", type=_positive, default=1, metavar="N", help="builds at once")
     p.add_argument(
         "--no-learn", action="store_true", help="leave memory and budget history as they are"
     )
     p.add_argument("--json", action="store_true", help="print only the results, as JSON")
     p.set_defaults(run="matrix_commands:matrix_run")
 
-    p = commands.add_parser(
-        "improve", parents=[home, model], help="patch cadillac where the matrix finds it weak"
-    )
-    p.add_argument("--matrix", metavar="DIR", help="a folder of tasks (default: matrices/default)")
-    p.add_argument("--iterations", type=_positive, default=5, metavar="N")
-    p.add_argument("--threshold", type=_unit, default=0.05, help="least train lift to keep a patch")
-    p.add_argument("--repeats", type=_positive, default=3, metavar="K", help="builds per task")
-    p.add_argument("--jobs", type=_positive, default=1, metavar="N", help="builds at once")
-    p.add_argument(
-        "--improver-model", metavar="M", help="model that writes patches (default: --model)"
-    )
-    p.add_argument(
+    cycle = _Parser(add_help=False)  # what improve and nightly share
+    cycle.add_argument("--iterations", type=_positive, default=5, metavar="N")
+    cycle.add_argument("--repeats", type=_positive, default=3, metavar="K", help="builds per task")
+    cycle.add_argument("--improver-model", metavar="M", help="model that writes patches")
+    cycle.add_argument(
         "--repo", metavar="PATH", help="the repository to patch (default: cadillac's own)"
     )
-    p.add_argument(
-        "--apply",
-        action="store_true",
-        help="fast-forward the checked-out branch to the accepted patches",
+    cycle.add_argument(
+        "--apply", action="store_true", help="fast-forward the checkout to the kept patches"
     )
+
+    p = commands.add_parser(
+        "improve",
+        parents=[home, model, matrix_dir, cycle],
+        help="patch cadillac where the matrix finds it weak",
+    )
+    p.add_argument("--threshold", type=_unit, default=0.05, help="least train lift to keep a patch")
     p.add_argument("--time-budget", type=_positive_float, metavar="MINUTES")
     p.add_argument("--status", action="store_true", help="show the latest improve run")
     p.add_argument("--json", action="store_true")
@@ -204,19 +202,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = commands.add_parser(
         "nightly",
-        parents=[home, model],
+        parents=[home, model, matrix_dir, cycle],
         help="one improve cycle under a time budget, with a report",
     )
-    p.add_argument("--matrix", metavar="DIR", help="a folder of tasks (default: matrices/default)")
-    p.add_argument("--iterations", type=_positive, default=5, metavar="N")
     p.add_argument("--time-budget", default="6h", metavar="DURATION", help="e.g. 6h, 90m")
-    p.add_argument("--repeats", type=_positive, default=3, metavar="K", help="builds per task")
-    p.add_argument("--jobs", type=_positive, default=1, metavar="N", help="builds at once")
-    p.add_argument("--improver-model", metavar="M", help="model that writes patches")
-    p.add_argument(
-        "--repo", metavar="PATH", help="the repository to patch (default: cadillac's own)"
-    )
-    p.add_argument("--apply", action="store_true", help="fast-forward the checkout to kept patches")
     p.set_defaults(run="nightly_commands:nightly")
 
     p = commands.add_parser("report", parents=[home], help="rebuild the nightly reports")
