@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory import MemoryStore, PhaseBudgets, format_for_prompt
 from memory.tags import infer_tags_from_text, stack_tags
 from orchestrator import __version__
+from orchestrator.context import compact
 from orchestrator.errors import CadillacError
 from orchestrator.executor import ExecConfig, run_command
 from orchestrator.home import Home
@@ -400,30 +401,3 @@ class Builder:
         s.tokens_in, s.tokens_out, s.cost_usd = t.tokens_in, t.tokens_out, t.cost_usd
         s.files = self.workspace.files()
         self.run.save_summary(s)
-
-
-KEEP_RECENT = 12
-"""Tool results among the last this many messages are never elided."""
-
-
-def compact(messages: list[dict], limit: int) -> int:
-    """Elide the oldest tool results until the conversation fits ``limit`` characters.
-
-    The opening (system prompt and task) and the most recent messages stay
-    whole; an elided result keeps its first line and says how to get it back.
-    Returns the number of characters removed.
-    """
-    total = sum(len(str(m.get("content") or "")) for m in messages)
-    removed = 0
-    for message in messages[2 : max(2, len(messages) - KEEP_RECENT)]:
-        if total - removed <= limit:
-            break
-        content = message.get("content")
-        if message.get("role") != "tool" or not isinstance(content, str) or len(content) < 400:
-            continue
-        first = content.splitlines()[0][:200] if content else ""
-        short = f"{first}\n[... {len(content):,} characters elided to save context; read the "
-        short += "file or run the command again if you need them ...]"
-        removed += len(content) - len(short)
-        message["content"] = short
-    return removed

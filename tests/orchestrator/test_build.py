@@ -297,7 +297,7 @@ def test_hidden_acceptance_checks_decide_validate(home, tmp_path):
 
 
 def test_long_conversations_elide_old_tool_results_but_keep_the_opening_and_the_recent():
-    from orchestrator.agent import KEEP_RECENT, compact
+    from orchestrator.context import KEEP_RECENT, compact
 
     messages = [{"role": "system", "content": "S" * 5000}, {"role": "user", "content": "task"}]
     for i in range(30):
