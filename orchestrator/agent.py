@@ -117,6 +117,8 @@ class Builder:
 
     @classmethod
     def resume(cls, home: Home, config: BuildConfig, run_id: str, **kw) -> Builder:
+        for model in [config.llm.model, *config.llm.fallback_models]:
+            check_model(model)
         run = Run.open(home.runs_dir, run_id)
         return cls(home, config, run.task().task, run, **kw)
 

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+from contextlib import nullcontext
 from datetime import datetime
 
 from rich.console import Console
@@ -61,7 +62,7 @@ def build(args: argparse.Namespace) -> int:
     live = sys.stderr.isatty()
     err.print(f"run {builder.run.id}: {builder.run.dir}")
     shown = len(builder.summary.phases)
-    with err.status("starting", spinner="dots") if live else _Quiet() as status:
+    with err.status("starting", spinner="dots") if live else nullcontext() as status:
 
         def progress(p) -> None:
             nonlocal shown
@@ -77,14 +78,6 @@ def build(args: argparse.Namespace) -> int:
         _phase_line(phase)
     show_summary(summary)
     return 0 if summary.status == "passed" else 1
-
-
-class _Quiet:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _phase_line(phase) -> None:

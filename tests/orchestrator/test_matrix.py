@@ -96,36 +96,18 @@ def test_a_build_that_fails_before_validate_scores_zero(home):
 
 
 def test_matrix_run_command(home, capsys):
-    code = main(
-        [
-            "matrix",
-            "run",
-            "--matrix",
-            str(SMALL),
-            "--model",
-            BUILDER,
-            "--split",
-            "holdout",
-            "--json",
-            "--no-learn",
-        ]
-    )
-    assert code == 0
+    args = [
+        "matrix",
+        "run",
+        "--matrix",
+        str(SMALL),
+        "--model",
+        BUILDER,
+        "--split",
+        "holdout",
+        "--no-learn",
+    ]
+    assert main([*args, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["holdout_score"] == 1.0
-    assert (
-        main(
-            [
-                "matrix",
-                "run",
-                "--matrix",
-                str(SMALL),
-                "--model",
-                BUILDER,
-                "--split",
-                "holdout",
-                "--no-learn",
-            ]
-        )
-        == 0
-    )
+    assert main(args) == 0
     assert "score 1.000" in capsys.readouterr().out
