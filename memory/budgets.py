@@ -9,8 +9,10 @@ where matching rows are rows of that phase whose tags share at least one tag
 with the task's, and p90 is numpy's linear-interpolation percentile. With
 fewer than 3 matching rows (or no task tags) the default stands. Each
 :class:`Budget` carries the numbers and a sentence saying which rule decided,
-so a user can see why a phase got its rounds. Rows of phases outside our six
-(review, wiring, from the earlier system) are kept in the file but not used.
+so a user can see why a phase got its rounds. The phases and their default rounds are
+given by the caller (cadillac passes ``phases.DEFAULT_ROUNDS``; this package imports
+nothing else of cadillac's). Rows of other phases (review, wiring, from the earlier
+system) are kept in the file but not used.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Mapping
 from typing import Literal
 
 import numpy as np
@@ -25,7 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.jsonl import JsonlFile
 from memory.tags import normalize_tags
-from phases import DEFAULT_ROUNDS, PHASES
 
 MIN_SAMPLES = 3
 HEADROOM = 1.2
@@ -68,13 +70,10 @@ class Budget(BaseModel):
 class PhaseBudgets:
     """The phase-budget history in one JSONL file."""
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        defaults: dict[str, int] | None = None,
-    ):
+    def __init__(self, path: str | os.PathLike[str], defaults: Mapping[str, int]):
+        """``defaults``: phase name -> its rounds when history is silent, in build order."""
         self.file: JsonlFile[BudgetRow] = JsonlFile(path, BudgetRow)
-        self.defaults = dict(DEFAULT_ROUNDS if defaults is None else defaults)
+        self.defaults = dict(defaults)
 
     @property
     def path(self):
@@ -149,4 +148,4 @@ def _budget(phase: str, default: int, rounds: list[int], have_tags: bool) -> Bud
     return Budget(phase=phase, rounds=wanted, default=default, samples=n, p90=p90, reason=reason)
 
 
-__all__ = ["PHASES", "Budget", "BudgetRow", "PhaseBudgets"]
+__all__ = ["Budget", "BudgetRow", "PhaseBudgets"]

@@ -1,15 +1,18 @@
-"""What a phase is: a name, a default budget, a prompt file beside it, and a deterministic check.
+"""What a phase is: a name, a prompt file beside it, and a deterministic check.
 
-The agent loop (:mod:`orchestrator.agent`) knows phases only through the
+The agent loop (:mod:`orchestrator.build.agent`) knows phases only through the
 :class:`Phase` protocol. A phase's prompt is data — ``phases/<name>.md`` —
 so people and the improve cycle can change it without touching control flow.
 Its check runs when the model calls ``finish_phase``: a :class:`CheckResult`
 that passes ends the phase; one that fails goes back to the model with what
 failed and excerpts of the output, and the phase goes on within its budget.
 
-Checks see the build through a :class:`PhaseContext`: the task, the
-workspace, the plan (once the plan phase wrote it), and a way to run commands
-with the workspace's virtual environment first on ``PATH``.
+Every check holds the build to ``plan.json``, so :class:`PlanPhase` loads and
+validates the plan once for all of them: a missing or invalid plan fails the
+check with the plan's error, and the phase's own check function gets the plan.
+Checks see the build through a :class:`PhaseContext`: the task, the workspace,
+and a way to run commands with the workspace's virtual environment first on
+``PATH``. This package imports nothing of cadillac's but the sandbox's types.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from orchestrator.executor import CommandResult
-from orchestrator.workspace import Workspace
+from orchestrator.sandbox.executor import CommandResult
+from orchestrator.sandbox.workspace import Workspace
 
 PROMPTS = Path(__file__).parent
 
@@ -71,20 +74,10 @@ Runner = Callable[..., CommandResult]
 
 
 @dataclass
-class Acceptance:
-    """Hidden checks that came with a task: files copied in after the build, and a command."""
-
-    files: Path
-    command: str
-    timeout_s: float = 300.0
-
-
-@dataclass
 class PhaseContext:
     task: str
     workspace: Workspace
     run: Runner
-    acceptance: Acceptance | None = None
     cache_dir: Path | None = None
     """Where phases may keep reusable things between builds (a template virtual env)."""
 
@@ -114,9 +107,6 @@ def load_plan(root: Path) -> Plan:
 
 class Phase(Protocol):
     name: str
-    default_rounds: int
-    install_network: bool
-    """Whether commands of this phase's check may reach the network (dependency installs)."""
 
     def prompt(self) -> str: ...
 
@@ -152,22 +142,23 @@ def python_compiles(ctx: PhaseContext, paths: list[str]) -> CheckResult | None:
     return run_step(ctx, "compiling", f"python -m py_compile {quoted}")
 
 
+CheckFn = Callable[[PhaseContext, Plan], CheckResult]
+"""A phase's own check, given the validated plan."""
+
+
 @dataclass
-class SimplePhase:
+class PlanPhase:
     """A phase given by its name and its check function (every phase module makes one)."""
 
     name: str
-    check_fn: Callable[[PhaseContext], CheckResult]
-    install_network: bool = False
-
-    @property
-    def default_rounds(self) -> int:
-        from phases import DEFAULT_ROUNDS
-
-        return DEFAULT_ROUNDS[self.name]
+    check_fn: CheckFn
 
     def prompt(self) -> str:
         return read_prompt(self.name)
 
     def check(self, ctx: PhaseContext) -> CheckResult:
-        return self.check_fn(ctx)
+        try:
+            plan = ctx.plan()
+        except PlanError as exc:
+            return CheckResult(passed=False, summary=str(exc))
+        return self.check_fn(ctx, plan)

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from phases.base import CheckResult, PhaseContext, PlanError, SimplePhase, python_compiles, run_step
+from phases.base import CheckResult, PhaseContext, Plan, PlanPhase, python_compiles, run_step
 
 
-def check(ctx: PhaseContext) -> CheckResult:
-    try:
-        plan = ctx.plan()
-    except PlanError as exc:
-        return CheckResult(passed=False, summary=str(exc))
+def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
     failed = python_compiles(ctx, ctx.workspace.files()) or run_step(
         ctx, "the test command", plan.test_command, timeout_s=600
     )
@@ -18,4 +14,4 @@ def check(ctx: PhaseContext) -> CheckResult:
     return CheckResult(passed=True, summary=f"compiles, and `{plan.test_command}` passes")
 
 
-PHASE = SimplePhase("build", check)
+PHASE = PlanPhase("build", check)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from phases.base import CheckResult, PhaseContext, PlanError, SimplePhase, run_step
+from phases.base import CheckResult, PhaseContext, Plan, PlanPhase, run_step
 
 DEPENDENCY_FILES = (
     "requirements.txt",
@@ -30,11 +30,7 @@ DEPENDENCY_FILES = (
 )
 
 
-def check(ctx: PhaseContext) -> CheckResult:
-    try:
-        plan = ctx.plan()
-    except PlanError as exc:
-        return CheckResult(passed=False, summary=str(exc))
+def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
     root = ctx.workspace.root
     present = [name for name in DEPENDENCY_FILES if (root / name).is_file()]
     if not present:
@@ -92,4 +88,4 @@ def _repoint(venv: Path, old: Path) -> None:
             entry.write_text(text.replace(str(old), str(venv)), encoding="utf-8")
 
 
-PHASE = SimplePhase("deps", check, install_network=True)
+PHASE = PlanPhase("deps", check)

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from phases.base import CheckResult, PhaseContext, PlanError, SimplePhase, run_step
+from phases.base import CheckResult, PhaseContext, Plan, PlanPhase, run_step
 
 RUN_TIMEOUT_S = 120.0
 
 
-def check(ctx: PhaseContext) -> CheckResult:
-    try:
-        plan = ctx.plan()
-    except PlanError as exc:
-        return CheckResult(passed=False, summary=str(exc))
+def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
     failed = run_step(ctx, "the run command", plan.run_command, timeout_s=RUN_TIMEOUT_S)
     if failed is not None:
         return failed
     return CheckResult(passed=True, summary=f"`{plan.run_command}` exits 0")
 
 
-PHASE = SimplePhase("integrate", check)
+PHASE = PlanPhase("integrate", check)

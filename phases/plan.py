@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from phases.base import CheckResult, PhaseContext, PlanError, SimplePhase
+from phases.base import CheckResult, PhaseContext, Plan, PlanPhase
 
 
-def check(ctx: PhaseContext) -> CheckResult:
-    try:
-        plan = ctx.plan()
-    except PlanError as exc:
-        return CheckResult(passed=False, summary=str(exc))
+def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
     if not (ctx.workspace.root / "PLAN.md").is_file():
         return CheckResult(passed=False, summary="PLAN.md (the plan for people) does not exist")
     return CheckResult(
@@ -18,4 +14,4 @@ def check(ctx: PhaseContext) -> CheckResult:
     )
 
 
-PHASE = SimplePhase("plan", check)
+PHASE = PlanPhase("plan", check)

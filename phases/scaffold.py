@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from phases.base import CheckResult, PhaseContext, PlanError, SimplePhase, python_compiles
+from phases.base import CheckResult, PhaseContext, Plan, PlanPhase, python_compiles
 
 
-def check(ctx: PhaseContext) -> CheckResult:
-    try:
-        plan = ctx.plan()
-    except PlanError as exc:
-        return CheckResult(passed=False, summary=str(exc))
+def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
     missing = [p for p in plan.files if not (ctx.workspace.root / p).is_file()]
     if missing:
         return CheckResult(passed=False, summary=f"planned files missing: {', '.join(missing)}")
@@ -21,4 +17,4 @@ def check(ctx: PhaseContext) -> CheckResult:
     )
 
 
-PHASE = SimplePhase("scaffold", check)
+PHASE = PlanPhase("scaffold", check)

@@ -24,10 +24,10 @@ sys.path.insert(0, str(HERE))
 
 from policy import TASK, policy  # noqa: E402
 
-from orchestrator.agent import BuildConfig, Builder  # noqa: E402
-from orchestrator.backends import register_script  # noqa: E402
+from orchestrator.build.agent import BuildConfig, Builder  # noqa: E402
 from orchestrator.home import Home  # noqa: E402
-from orchestrator.llm import LLMConfig  # noqa: E402
+from orchestrator.llm.backends import register_script  # noqa: E402
+from orchestrator.llm.client import LLMConfig  # noqa: E402
 
 CORPUS = ROOT / "tests" / "fixtures" / "cadillac_corpus"
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from orchestrator.backends import _message
+from orchestrator.llm.backends import _message
 
 
 class FakeOpenAI:

@@ -13,7 +13,7 @@ from tests.conftest import CORPUS_BUDGETS
 
 @pytest.fixture
 def history(home) -> PhaseBudgets:
-    return PhaseBudgets(home / "phase_budgets.jsonl")
+    return PhaseBudgets(home / "phase_budgets.jsonl", DEFAULT_ROUNDS)
 
 
 def test_no_history_gives_the_defaults_and_says_so(history):
@@ -67,7 +67,7 @@ def test_unknown_phase_is_refused(history):
 
 def test_the_legacy_history_loads_without_loss(corpus_home):
     source = [json.loads(line) for line in CORPUS_BUDGETS.read_text().splitlines()]
-    history = PhaseBudgets(corpus_home / "phase_budgets.jsonl")
+    history = PhaseBudgets(corpus_home / "phase_budgets.jsonl", DEFAULT_ROUNDS)
     rows = history.rows()
     assert len(rows) == len(source) == 261
     for row, loaded in zip(source, rows, strict=True):

@@ -1,0 +1,65 @@
+"""A benchmark matrix on disk: a folder of build tasks, each with its hidden checks.
+
+A task is a folder holding ``task.toml`` (id, prompt, tags, split, weight, timeout_s)
+and ``acceptance/`` (test files the model never sees). :func:`load_matrix` reads and
+validates every task of a folder and names the file that is wrong when one is.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+
+from orchestrator import SOURCE_ROOT
+from orchestrator.errors import CadillacError
+
+DEFAULT_MATRIX = SOURCE_ROOT / "matrices" / "default"
+RUNNER_NAME = ".cadillac_acceptance.py"
+ACCEPTANCE_DIR = ".acceptance"
+Split = Literal["train", "holdout"]
+
+
+class MatrixTask(BaseModel):
+    """One task.toml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    prompt: str = Field(min_length=1)
+    tags: list[str] = Field(default_factory=list)
+    split: Split = "train"
+    weight: float = Field(default=1.0, gt=0)
+    timeout_s: float = Field(default=1800.0, gt=0)
+    acceptance_command: str = f"python {RUNNER_NAME} {ACCEPTANCE_DIR}"
+    """Must print the runner's JSON line last: {"passed", "failed", "total", ...}."""
+    _dir: Path = PrivateAttr()
+
+    @property
+    def dir(self) -> Path:
+        return self._dir
+
+
+def load_matrix(folder: Path) -> list[MatrixTask]:
+    """The tasks of a matrix folder, by id; CadillacError naming the file that is wrong."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise CadillacError(f"matrix {folder} is not a folder")
+    tasks = []
+    for toml in sorted(folder.glob("*/task.toml")):
+        try:
+            task = MatrixTask.model_validate(tomllib.loads(toml.read_text(encoding="utf-8")))
+        except (tomllib.TOMLDecodeError, ValidationError) as exc:
+            first = str(exc).splitlines()
+            raise CadillacError(f"{toml}: {' '.join(first[:3])}") from None
+        if task.id != toml.parent.name:
+            raise CadillacError(f"{toml}: id {task.id!r} differs from its folder name")
+        if not (toml.parent / "acceptance").is_dir():
+            raise CadillacError(f"{toml.parent}: no acceptance/ folder")
+        task._dir = toml.parent
+        tasks.append(task)
+    if not tasks:
+        raise CadillacError(f"matrix {folder} holds no */task.toml")
+    return tasks

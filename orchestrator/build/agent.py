@@ -1,0 +1,424 @@
+"""The build loop: six phases, each a fresh conversation under a learned budget of rounds.
+
+For each phase from the first that has not passed, the loop runs rounds. A round
+(:meth:`Builder.step`) compacts the conversation, asks the model, dispatches its tool
+calls, and, when the model called ``finish_phase``, runs the phase's check. A failing
+check goes back to the model as the next message (the reflection loop of aider); a
+phase leaves its loop by an exception that says why: :class:`PhasePassed`,
+:class:`BudgetExhausted`, a :class:`~orchestrator.llm.client.ModelError` (the model
+could not be reached), or :class:`CostLimitReached` (the cost or time cap, which also
+ends the build, resumably). A phase that does not pass ends the build.
+
+After every phase, passed or not, the model reflects once and the lessons it draws are
+saved (dedup merges restatements), and one budget row is recorded. At the end, a passing
+build boosts the lessons the model cited as applied; a failing one penalises those whose
+trigger the failure echoes. Every step is an event in the run (:meth:`Builder.emit`) as
+it happens, and the summary is rewritten after each phase.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory import MemoryStore, PhaseBudgets, format_for_prompt
+from memory.tags import infer_tags_from_text, stack_tags
+from orchestrator import __version__
+from orchestrator.build.context import compact
+from orchestrator.build.learning import HomeLearning, Learning
+from orchestrator.build.prompt import opening
+from orchestrator.build.reflect import PhaseRecord, reflect
+from orchestrator.build.runs import PhaseSummary, Run, RunSummary, TaskRecord, new_run_id
+from orchestrator.errors import CadillacError
+from orchestrator.home import Home
+from orchestrator.llm.client import LLMClient, LLMConfig, ModelError, ToolCall, check_model
+from orchestrator.sandbox.executor import ExecConfig, run_command
+from orchestrator.sandbox.workspace import Workspace
+from orchestrator.tools.box import FinishRequest, ToolBox
+from orchestrator.tools.schema import TOOLS
+from phases import DEFAULT_ROUNDS, PHASES, load_phases
+from phases.base import Phase, PhaseContext, PlanError, load_plan
+
+NUDGE = "Reply with tool calls: work with the tools, then call finish_phase when the phase is done."
+
+
+class BuildConfig(BaseModel):
+    """Everything a build needs besides the task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    executor: ExecConfig = Field(default_factory=ExecConfig)
+    recall_limit: int = Field(default=8, ge=0)
+    """Lessons recalled into every phase prompt."""
+    lessons_chars: int = Field(default=4000, ge=0)
+    """Character budget of the lessons section."""
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    """End the build (resumably) before the spend would pass this."""
+    max_seconds: float | None = Field(default=None, gt=0)
+    """End the build (resumably) once it has run this long (a matrix task's timeout)."""
+    reflect: bool = True
+    """Ask the model for lessons after every phase."""
+    context_chars: int = Field(default=240_000, ge=10_000)
+    """When a phase's conversation grows past this, older tool results are elided."""
+
+
+class CostLimitReached(CadillacError):
+    """The build hit its cost or time limit; it ends cleanly and can be resumed."""
+
+
+class PhaseEnded(Exception):
+    """Leaves a phase's loop; ``check`` is the one line the phase's summary keeps."""
+
+    outcome = "error"
+
+    def __init__(self, check: str):
+        super().__init__(check)
+        self.check = check
+
+
+class PhasePassed(PhaseEnded):
+    outcome = "passed"
+
+
+class BudgetExhausted(PhaseEnded):
+    outcome = "budget_exhausted"
+
+
+@dataclass
+class Progress:
+    phase: str
+    round: int
+    budget: int
+    action: str
+
+
+@dataclass
+class PhaseRun:
+    """What one phase's loop works on: its conversation, its record and its summary."""
+
+    phase: Phase
+    ctx: PhaseContext
+    result: PhaseSummary
+    messages: list[dict]
+    record: PhaseRecord
+    emit: Callable[..., None]
+    """An event of this phase and its current round."""
+    started: float = field(default_factory=time.perf_counter)
+
+
+class Builder:
+    """One build run (new or resumed) of one task."""
+
+    def __init__(
+        self,
+        home: Home,
+        config: BuildConfig,
+        task: str,
+        run: Run,
+        on_progress: Callable[[Progress], None] | None = None,
+        learning: Learning | None = None,
+    ):
+        self.home, self.config, self.task, self.run = home, config, task, run
+        self.on_progress = on_progress or (lambda p: None)
+        self.emit = run.event
+        self.store = MemoryStore(home.memory_path)
+        self.history = PhaseBudgets(home.budgets_path, DEFAULT_ROUNDS)
+        self.learning: Learning = learning or HomeLearning(home)
+        self.llm = LLMClient(config.llm, log_path=run.llm_path)
+        self.workspace = Workspace(run.workspace)
+        self.venv_bin = run.workspace / ".venv" / "bin"
+        self.toolbox = ToolBox(self.workspace, config.executor, path_prefix=[self.venv_bin])
+        self.phases = load_phases()
+        self.summary = run.summary() or RunSummary(run_id=run.id, task=task, model=config.llm.model)
+        self.tags = sorted(stack_tags(infer_tags_from_text(task)))
+        recalled = self.store.recall(task, limit=config.recall_limit)
+        self.lessons_text = format_for_prompt(recalled, config.lessons_chars)
+        self.recalled_ids = [r.lesson.id for r in recalled]
+        self.failure = ""
+        """The last failure the model saw (a check's or the model's), for penalties."""
+        self.started = time.time()
+        self.base_seconds = self.summary.seconds
+
+    @classmethod
+    def start(cls, home: Home, config: BuildConfig, task: str, **kw) -> Builder:
+        for model in [config.llm.model, *config.llm.fallback_models]:
+            check_model(model)
+        record = TaskRecord(
+            run_id=new_run_id(),
+            task=task,
+            cadillac_version=__version__,
+            config=config.model_dump(mode="json", exclude={"llm": {"api_key"}}),
+        )
+        return cls(home, config, task, Run.create(home.runs_dir, record), **kw)
+
+    @classmethod
+    def resume(cls, home: Home, config: BuildConfig, run_id: str, **kw) -> Builder:
+        for model in [config.llm.model, *config.llm.fallback_models]:
+            check_model(model)
+        run = Run.open(home.runs_dir, run_id)
+        return cls(home, config, run.task().task, run, **kw)
+
+    # ------------------------------------------------------------------ the loop
+    def build(self) -> RunSummary:
+        s = self.summary
+        s.status, s.reason, s.ended = "running", "", None
+        s.lessons_recalled = self.recalled_ids
+        self.started, self.base_seconds, self.failure = time.time(), s.seconds, ""
+        budgets = self.history.compute_budgets(self.tags)
+        done = {p.phase for p in s.phases if p.outcome == "passed"}
+        s.phases = [p for p in s.phases if p.outcome == "passed"]
+        self.emit(
+            "build_start",
+            task=self.task,
+            resumed=bool(done),
+            tags=self.tags,
+            recalled=self.recalled_ids,
+            budgets={k: b.model_dump() for k, b in budgets.items()},
+        )
+        try:
+            for name in (p for p in PHASES if p not in done):
+                result = self.run_phase(name, budgets[name].rounds)
+                s.phases.append(result)
+                self._save()
+                if result.outcome != "passed":
+                    s.status, s.reason = "failed", f"{name}: {result.outcome} ({result.check})"
+                    break
+            else:
+                s.status, s.reason = "passed", "all six phases passed"
+        except CostLimitReached as exc:
+            s.status, s.reason = "stopped", str(exc)
+        except KeyboardInterrupt:
+            s.status, s.reason = "stopped", f"interrupted; resume with --resume {self.run.id}"
+            self._finish()
+            raise
+        except Exception as exc:  # a bug: keep the traceback in the run, then let it surface
+            s.status, s.reason = "failed", f"internal error: {type(exc).__name__}: {exc}"
+            self.emit("internal_error", traceback=traceback.format_exc())
+            self._finish()
+            raise
+        self._reinforce()
+        self._finish()
+        return s
+
+    def run_phase(self, name: str, budget: int) -> PhaseSummary:
+        """Rounds until the phase passes, runs out of rounds or cannot reach the model."""
+        p = self._phase_run(name, budget)
+        self.emit("phase_start", phase=name, budget=budget)
+        try:
+            while True:
+                self.step(p)
+        except PhaseEnded as end:
+            p.result.outcome, p.result.check = end.outcome, end.check
+        except ModelError as exc:
+            p.result.outcome, p.result.check = "error", f"model error: {exc}"
+            self.failure = str(exc)
+        except CostLimitReached as exc:
+            p.result.outcome, p.result.check = "error", str(exc)
+            self._end_phase(p, learn=False)  # a stop for cost is not a lesson
+            raise
+        self._end_phase(p)
+        return p.result
+
+    def step(self, p: PhaseRun) -> None:
+        """One round: compact, ask the model, run its tool calls, check on finish_phase."""
+        r = p.result
+        if r.rounds >= r.budget:  # the last check's failure, if there was one, says why
+            raise BudgetExhausted(
+                r.check or f"finish_phase was not called within {r.budget} rounds"
+            )
+        r.rounds += 1
+        self._progress(p, "thinking")
+        self._guard_limits()
+        compact(p.messages, self.config.context_chars)
+        reply = self.llm.complete(p.messages, TOOLS)
+        p.messages.append(reply.as_message())
+        if not reply.tool_calls:
+            p.messages.append({"role": "user", "content": NUDGE})
+            p.emit("no_tool_call")
+            return
+        finish = None
+        for call in reply.tool_calls:
+            finish = self.execute(p, call) or finish
+        if finish is not None:
+            self.check(p, finish)
+
+    def execute(self, p: PhaseRun, call: ToolCall) -> FinishRequest | None:
+        """Dispatch one tool call; its result goes back to the model as the tool message."""
+        self._progress(p, call.name)
+        out = self.toolbox.dispatch(call.name, call.arguments)
+        p.messages.append({"role": "tool", "tool_call_id": call.id, "content": out.content})
+        p.record.tool(call.name, call.arguments, out.ok, out.content)
+        error = None if out.ok else out.content[:300]
+        p.emit(
+            "tool",
+            tool=call.name,
+            ok=out.ok,
+            arguments_chars=len(call.arguments),
+            result_chars=len(out.content),
+            error=error,
+        )
+        return out.finish
+
+    def check(self, p: PhaseRun, finish: FinishRequest) -> None:
+        """Run the phase's check: PhasePassed, or its failure goes back to the model."""
+        cited = [i for i in finish.applied_lessons if i in self.recalled_ids]
+        p.result.finish_summary = finish.summary
+        p.result.applied_lessons = sorted(set(p.result.applied_lessons) | set(cited))
+        self._progress(p, "checking")
+        check = p.phase.check(p.ctx)
+        p.result.check = check.summary
+        p.record.note(f"check: {check.for_model()}")
+        unknown = sorted(set(finish.applied_lessons) - set(cited))
+        p.emit(
+            "check", passed=check.passed, summary=check.summary, cited=cited, unknown_ids=unknown
+        )
+        if check.passed:
+            raise PhasePassed(check.summary)
+        self.failure = check.for_model()
+        p.messages.append({"role": "user", "content": self.failure})
+
+    # ------------------------------------------------------------------ around the loop
+    def _phase_run(self, name: str, budget: int) -> PhaseRun:
+        phase = self.phases[name]
+        ctx = PhaseContext(
+            self.task, self.workspace, self._run_command, cache_dir=self.home.root / ".cache"
+        )
+        result = PhaseSummary(phase=name, outcome="budget_exhausted", budget=budget)
+        messages = opening(phase, self.task, self.workspace, self.summary.phases, self.lessons_text)
+
+        def emit(kind: str, **fields) -> None:
+            self.emit(kind, phase=name, round=result.rounds, **fields)
+
+        return PhaseRun(phase, ctx, result, messages, PhaseRecord(self.task, name), emit)
+
+    def _run_command(self, command: str, timeout_s: float | None = None, network: bool = False):
+        """A command of a phase's check, with the workspace's virtual environment."""
+        env = {
+            "VIRTUAL_ENV": str(self.venv_bin.parent),
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "PIP_NO_CACHE_DIR": "1",
+        }
+        result = run_command(
+            command,
+            self.run.workspace,
+            self.config.executor,
+            timeout_s=timeout_s,
+            path_prefix=[self.venv_bin],
+            env=env,
+            network=network,
+        )
+        self.emit(
+            "command",
+            command=command,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            seconds=round(result.seconds, 3),
+            output_bytes=result.output_bytes,
+            sandboxed=result.sandboxed,
+        )
+        return result
+
+    def _end_phase(self, p: PhaseRun, learn: bool = True) -> None:
+        r = p.result
+        r.seconds = round(time.perf_counter() - p.started, 3)
+        p.record.outcome = f"{r.outcome} after {r.rounds} round(s); {r.check}"
+        self.emit(
+            "phase_end",
+            phase=r.phase,
+            outcome=r.outcome,
+            rounds=r.rounds,
+            seconds=r.seconds,
+            check=r.check,
+        )
+        if not learn:
+            return
+        tags = self._tags()
+        files = len(self.workspace.files())
+        self.learning.record_phase(r.phase, r.rounds, files, tags=tags, outcome=r.outcome)
+        if self.config.reflect:
+            self._reflect(p.record, tags)
+
+    def _reflect(self, record: PhaseRecord, tags: list[str]) -> None:
+        try:
+            lessons, skipped, answer = reflect(self.llm, record, tags, self.task)
+        except ModelError as exc:
+            self.emit("reflection_failed", phase=record.phase, error=str(exc))
+            return
+        for reason in skipped:
+            self.emit("reflection_skipped_line", phase=record.phase, reason=reason)
+        for lesson in lessons:
+            stored_id, merged = self.learning.save_lesson(lesson)
+            if stored_id is not None:
+                self.summary.lessons_saved.append(stored_id)
+            self.emit(
+                "lesson_saved",
+                phase=record.phase,
+                id=stored_id,
+                merged=merged,
+                deferred=stored_id is None,
+                trigger=lesson.trigger,
+            )
+        self.emit(
+            "reflection",
+            phase=record.phase,
+            lessons=len(lessons),
+            skipped=len(skipped),
+            answer_chars=len(answer),
+        )
+
+    def _reinforce(self) -> None:
+        s = self.summary
+        applied = sorted({i for p in s.phases for i in p.applied_lessons})
+        s.lessons_applied = applied
+        if not applied:
+            return
+        if s.status == "passed":
+            s.lessons_boosted = self.learning.boost(applied)
+            self.emit("lessons_boosted", ids=s.lessons_boosted)
+        elif self.failure:
+            s.lessons_penalised = self.learning.penalize(applied, self.failure)
+            self.emit("lessons_penalised", ids=s.lessons_penalised, error=self.failure[:500])
+
+    def _tags(self) -> list[str]:
+        try:
+            stack = load_plan(self.run.workspace).stack
+        except PlanError:
+            stack = []
+        return sorted(set(self.tags) | {t.lower() for t in stack})
+
+    def _guard_limits(self) -> None:
+        limit = self.config.max_seconds
+        if limit is not None and time.time() - self.started > limit:
+            raise CostLimitReached(
+                f"stopped after the time limit of {limit:g} s; resume with --resume {self.run.id}"
+            )
+        cap, spent = self.config.max_cost_usd, self.llm.totals.cost_usd
+        if cap is None or spent is None:
+            return
+        last = spent / max(self.llm.totals.calls, 1)
+        if spent + last > cap:
+            raise CostLimitReached(
+                f"stopped before the spend passes --max-cost {cap:g} USD (spent {spent:.4f}); "
+                f"resume with --resume {self.run.id}"
+            )
+
+    def _progress(self, p: PhaseRun, action: str) -> None:
+        self.on_progress(Progress(p.result.phase, p.result.rounds, p.result.budget, action))
+
+    def _finish(self) -> None:
+        self.summary.ended = time.time()
+        self._save()
+        self.emit("build_end", status=self.summary.status, reason=self.summary.reason)
+
+    def _save(self) -> None:
+        s, t = self.summary, self.llm.totals
+        s.seconds = round(self.base_seconds + time.time() - self.started, 3)
+        s.llm_calls, s.failed_attempts = t.calls, t.failed_attempts
+        s.tokens_in, s.tokens_out, s.cost_usd = t.tokens_in, t.tokens_out, t.cost_usd
+        s.files = self.workspace.files()
+        self.run.save_summary(s)

@@ -1,0 +1,69 @@
+"""The ``cadillac`` command line: parse, find the home, run one command, print errors as one line.
+
+Each command group is a module here (:mod:`~orchestrator.cli.memory`,
+:mod:`~orchestrator.cli.build`, :mod:`~orchestrator.cli.matrix`,
+:mod:`~orchestrator.cli.improve`, :mod:`~orchestrator.cli.nightly`) that adds its parsers
+and holds its commands; a command imports what it needs when it runs, so ``cadillac
+--help`` stays fast and loads no heavy library. A :class:`CadillacError` (or a file-system
+error) becomes ``cadillac: error: <message>`` on stderr and exit status 1; a usage mistake
+exits 2; warnings (a corrupt line in a store, say) print as ``cadillac: warning: <message>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+
+from orchestrator import __version__
+from orchestrator.cli import build, improve, matrix, memory, nightly
+from orchestrator.cli.args import Parser, UsageError, home_options
+from orchestrator.errors import CadillacError
+
+GROUPS = (memory, build, matrix, improve, nightly)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="cadillac",
+        description="A self-improving build orchestrator: an LLM builds a task in six phases.",
+        parents=[home_options()],
+    )
+    parser.add_argument("--version", action="version", version=f"cadillac {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for group in GROUPS:
+        group.add_parsers(commands)
+    return parser
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"cadillac: warning: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 0
+        warnings.showwarning = _show_warning
+        return args.run(args) or 0
+    except UsageError as exc:
+        print(f"cadillac: error: {exc}", file=sys.stderr)
+        return 2
+    except CadillacError as exc:
+        print(f"cadillac: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # `cadillac memory list | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"cadillac: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("cadillac: interrupted", file=sys.stderr)
+        return 130

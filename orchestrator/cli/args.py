@@ -1,0 +1,115 @@
+"""What every command group's parser shares: the parser class, argument types, common options.
+
+The parser turns a usage mistake into a :class:`UsageError` (one line, exit status 2)
+instead of argparse's usage text and exit. The option groups that several commands take
+(``--home``; the model; the matrix; the improve cycle) are defined once here and given to
+each command as argparse parents, so a flag and its help read the same everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+
+from orchestrator.errors import CadillacError
+from orchestrator.home import ENV_VAR
+
+
+class UsageError(CadillacError):
+    """A malformed command line (exit status 2)."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not usage + message
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def csv(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def number(cast: type, valid, rule: str):
+    """An argparse type: ``cast`` the text, then require ``valid(number)``."""
+    kind = "a whole number" if cast is int else "a number"
+
+    def parse(value: str):
+        try:
+            result = cast(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not {kind}") from None
+        if not valid(result):
+            raise argparse.ArgumentTypeError(f"{value!r} {rule}")
+        return result
+
+    return parse
+
+
+positive = number(int, lambda n: n >= 1, "must be at least 1")
+unit = number(float, lambda n: 0.0 <= n <= 1.0, "is not between 0 and 1")
+positive_float = number(float, lambda n: n > 0, "must be more than 0")
+
+
+@functools.cache
+def home_options() -> Parser:
+    """``--home``, accepted before or after the command (SUPPRESS keeps an earlier one)."""
+    p = Parser(add_help=False)
+    p.add_argument(
+        "--home",
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help=f"state folder (default: ${ENV_VAR}, else the current directory)",
+    )
+    return p
+
+
+@functools.cache
+def model_options() -> Parser:
+    p = Parser(add_help=False)
+    p.add_argument("--model", help="litellm model string (default: $CADILLAC_MODEL)")
+    p.add_argument("--api-base", help="server URL for a local or proxied model")
+    p.add_argument(
+        "--fallback-model",
+        action="append",
+        metavar="MODEL",
+        help="tried when the model keeps failing (repeatable)",
+    )
+    return p
+
+
+@functools.cache
+def matrix_options() -> Parser:
+    p = Parser(add_help=False)
+    p.add_argument("--matrix", metavar="DIR", help="a folder of tasks (default: matrices/default)")
+    p.add_argument("--jobs", type=positive, default=1, metavar="N", help="builds at once")
+    return p
+
+
+@functools.cache
+def cycle_options() -> Parser:
+    """What improve and nightly share."""
+    p = Parser(add_help=False)
+    p.add_argument("--iterations", type=positive, default=5, metavar="N")
+    p.add_argument("--repeats", type=positive, default=3, metavar="K", help="builds per task")
+    p.add_argument("--improver-model", metavar="M", help="model that writes patches")
+    p.add_argument(
+        "--repo", metavar="PATH", help="the repository to patch (default: cadillac's own)"
+    )
+    p.add_argument(
+        "--apply", action="store_true", help="fast-forward the checkout to the kept patches"
+    )
+    return p
+
+
+def command(commands, name: str, help: str, *parents: Parser, run=None, **defaults):
+    """Add one (sub)command with ``--home`` and the given option groups; ``run`` handles it."""
+    p = commands.add_parser(name, parents=[home_options(), *parents], help=help)
+    if run is not None:
+        p.set_defaults(run=run, **defaults)
+    return p
+
+
+def actions(parser: Parser, required: bool = False, dest: str = "action"):
+    """The subcommands of a command group (``memory list``, ``runs show`` ...)."""
+    sub = parser.add_subparsers(dest=dest, metavar="ACTION", parser_class=Parser)
+    sub.required = required
+    return sub

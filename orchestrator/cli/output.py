@@ -1,0 +1,50 @@
+"""How commands print: rich consoles for people, JSON for programs, made when first used.
+
+rich is imported only when a command prints, so ``cadillac --help`` loads no heavy
+library. Output that is piped gets a fixed width instead of rich's 80-column default, so
+logs and ``grep`` see whole rows.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Iterable
+
+PIPED_WIDTH = 140
+
+
+@functools.cache
+def out():
+    """The console on standard output."""
+    from rich.console import Console
+
+    return Console(highlight=False, width=None if sys.stdout.isatty() else PIPED_WIDTH)
+
+
+@functools.cache
+def err():
+    """The console on standard error: progress and status lines."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else PIPED_WIDTH)
+
+
+def table(title: str | None, columns: Iterable[str], right: Iterable[str] = (), **options):
+    """A rich table with these columns; those named in ``right`` are right-aligned."""
+    from rich.table import Table
+
+    aligned = set(right)
+    t = Table(title=title, title_justify="left", **options)
+    for name in columns:
+        t.add_column(name, justify="right" if name in aligned else "left")
+    return t
+
+
+def print_json(data: object) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,1 @@
+"""The self-improvement cycle: weaknesses, proposals, trials in worktrees, the cycle."""

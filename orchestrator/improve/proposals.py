@@ -1,0 +1,133 @@
+"""Asking the improver model for a patch, and checking what it proposes before anything runs.
+
+The improver sees one weakness (signature, evidence), the current text of its
+target files, the meta-lessons recalled for the ``self`` tag (what moved the
+score before, and what did not), and the attempts already rejected for this
+weakness. It answers with JSON: a reason and exact search/replace edits.
+
+A proposal is usable only when every edit names a file inside the allow-list
+(by default ``phases/``, ``orchestrator/build/`` and ``orchestrator/tools/``;
+never the judge in ``orchestrator/bench/``, the improve cycle, the matrix, the tests or
+memory data), its ``search`` text occurs exactly once in that file, and it
+changes something. Anything else is refused with the reason, before a
+worktree is made.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, Field, ValidationError
+
+from orchestrator.improve.weaknesses import Weakness
+from orchestrator.llm.client import LLMClient
+
+DEFAULT_ALLOW = ("phases/", "orchestrator/build/", "orchestrator/tools/")
+"""What a patch may change: the phases' prompts and checks, the build loop, the model's tools."""
+NEVER = (
+    "orchestrator/bench/",
+    "orchestrator/improve/",
+    "matrices/",
+    "tests/",
+    "memory/",
+    ".git/",
+    "runs/",
+)
+"""Never patched, whatever the allow-list says: the judge (matrices, scoring, the decision
+rule), the improve cycle itself, the tests and memory data."""
+FILE_CHARS = 12_000
+PROMPT = Path(__file__).with_name("improver.md")
+
+
+class Edit(BaseModel):
+    file: str
+    search: str
+    replace: str
+
+
+class Proposal(BaseModel):
+    reason: str = Field(min_length=1)
+    edits: list[Edit] = Field(min_length=1)
+
+
+class ProposalError(Exception):
+    """Why a proposal cannot be used."""
+
+
+def parse_proposal(text: str) -> Proposal:
+    """The JSON object in the answer (bare, or in a ```json block)."""
+    fenced = re.search(r"```(?:json)?\s*(\{.*?\})\s*```", text, flags=re.S)
+    raw = fenced.group(1) if fenced else text[text.find("{") : text.rfind("}") + 1]
+    try:
+        return Proposal.model_validate(json.loads(raw))
+    except (ValueError, ValidationError) as exc:
+        raise ProposalError(f"the answer is not a proposal: {str(exc).splitlines()[0]}") from None
+
+
+FileReader = Callable[[str], str | None]
+"""Reads a repository file (relative path) as the patch will see it; None when absent."""
+
+
+def check_proposal(proposal: Proposal, read: FileReader, allow: tuple[str, ...]) -> None:
+    """Raise ProposalError unless every edit is allowed, unique and effective."""
+    for edit in proposal.edits:
+        path = PurePosixPath(edit.file)
+        name = str(path)
+        if path.is_absolute() or ".." in path.parts:
+            raise ProposalError(f"{edit.file}: edits must name a path inside the repository")
+        if name.startswith(NEVER) or not name.startswith(tuple(allow)):
+            raise ProposalError(f"{edit.file} is outside the allow-list ({', '.join(allow)})")
+        text = read(name)
+        if text is None:
+            raise ProposalError(f"{edit.file} does not exist")
+        count = text.count(edit.search)
+        if not edit.search or count != 1:
+            raise ProposalError(f"{edit.file}: the search text occurs {count} times, not once")
+        if edit.search == edit.replace:
+            raise ProposalError(f"{edit.file}: the edit changes nothing")
+
+
+def apply_edits(proposal: Proposal, root: Path) -> None:
+    for edit in proposal.edits:
+        target = root / edit.file
+        text = target.read_text(encoding="utf-8")
+        target.write_text(text.replace(edit.search, edit.replace, 1), encoding="utf-8")
+
+
+def ask_improver(
+    llm: LLMClient,
+    weakness: Weakness,
+    read: FileReader,
+    allow: tuple[str, ...],
+    meta_lessons: list[str],
+    rejected: list[str],
+) -> tuple[Proposal, str]:
+    """(proposal, raw answer); raises ProposalError when it is not usable."""
+    files = []
+    for name in weakness.targets:
+        text = read(name) if name.startswith(tuple(allow)) else None
+        if text is not None:
+            files.append(f"--- {name}\n{text[:FILE_CHARS]}")
+    parts = [
+        f"Weakness {weakness.id} ({weakness.kind}): {weakness.signature}",
+        f"It cost {weakness.cost:.3f} of the matrix score over {weakness.occurrences} build(s) "
+        f"of: {', '.join(weakness.tasks)}.",
+        "Evidence:\n" + "\n".join(f"- {e}" for e in weakness.evidence),
+        "What moved the score before (and what did not):\n"
+        + ("\n".join(f"- {m}" for m in meta_lessons) or "- nothing recorded yet"),
+        "Attempts already rejected for this weakness (do not repeat them):\n"
+        + ("\n".join(f"- {r}" for r in rejected) or "- none"),
+        f"Files you may edit: anything under {', '.join(allow)}. Current target files:\n\n"
+        + "\n\n".join(files),
+    ]
+    messages = [
+        {"role": "system", "content": PROMPT.read_text(encoding="utf-8")},
+        {"role": "user", "content": "\n\n".join(parts)},
+    ]
+    answer = llm.complete(messages, tools=None).content or ""
+    proposal = parse_proposal(answer)
+    check_proposal(proposal, read, allow)
+    return proposal, answer

@@ -1,0 +1,144 @@
+"""Where the orchestrator is weak: failures of a matrix run, grouped by phase and error signature.
+
+Three kinds of weakness are read from a matrix's results and its runs' events:
+
+* ``phase``: builds that ended in a phase without passing it (budget exhausted
+  in build, an error in deps ...); signature ``phase:<phase>:<outcome>``;
+* ``acceptance``: a hidden check that failed in builds that reached validate;
+  signature ``acceptance:<task>:<check>``;
+* ``tool``: the same tool error repeated (three times or more in a run);
+  signature ``tool:<tool>:<first words of the error>``.
+
+Each weakness has a stable id derived from its signature (the same failure in
+a later cycle has the same id, so rejected attempts can be remembered against
+it), the score it cost (weighted share of the matrix lost to it), excerpts of
+evidence, and the files a patch would most likely touch: the phase's prompt
+and module first. The worst weakness comes first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from orchestrator.bench.results import MatrixResults
+from phases import PHASES
+
+EXCERPTS = 5
+
+
+class Weakness(BaseModel):
+    id: str
+    kind: str
+    signature: str
+    phase: str | None = None
+    occurrences: int
+    cost: float
+    """Weighted score lost, summed over the builds it hit (higher is worse)."""
+    tasks: list[str]
+    evidence: list[str] = Field(default_factory=list)
+    targets: list[str] = Field(default_factory=list)
+    """Files a patch may change, most likely first (paths relative to the repository)."""
+
+
+def weakness_id(signature: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", signature.lower()).strip("-")[:40]
+    return f"{slug}-{hashlib.blake2b(signature.encode(), digest_size=3).hexdigest()}"
+
+
+def _targets(phase: str | None, kind: str) -> list[str]:
+    files = []
+    if phase in PHASES:
+        files += [f"phases/{phase}.md", f"phases/{phase}.py"]
+    if kind == "acceptance":
+        files += ["phases/build.md", "phases/validate.md", "phases/plan.md"]
+    if kind == "tool":
+        files += ["orchestrator/tools/box.py"]
+    files += ["phases/system.md", "orchestrator/build/agent.py"]
+    return list(dict.fromkeys(files))
+
+
+def _events(runs_dir: Path, run_id: str) -> list[dict]:
+    path = runs_dir / run_id / "events.jsonl"
+    if not run_id or not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def find_weaknesses(results: MatrixResults, runs_dir: Path) -> list[Weakness]:
+    """The weaknesses of a matrix run, worst first."""
+    weights = results.weights()
+    total_weight = sum(weights.values()) or 1.0
+    found: dict[str, dict] = defaultdict(lambda: {"n": 0, "cost": 0.0, "tasks": set(), "ev": []})
+
+    def hit(signature: str, kind: str, phase: str | None, task: str, lost: float, ev: str):
+        w = found[signature]
+        w.update(kind=kind, phase=phase)
+        w["n"] += 1
+        w["cost"] += lost
+        w["tasks"].add(task)
+        if len(w["ev"]) < EXCERPTS and ev:
+            w["ev"].append(ev[:600])
+
+    for run in results.runs:
+        share = weights.get(run.task_id, 1.0) / total_weight / max(results.repeats, 1)
+        lost = (1.0 - run.score) * share
+        if run.score >= 1.0:
+            continue
+        if not run.reached_validate:
+            phase = run.failed_phase or "build"
+            signature = f"phase:{phase}:{run.phase_outcome or run.status}"
+            hit(signature, "phase", phase, run.task_id, lost, f"{run.run_id}: {run.failure}")
+        else:
+            for failure in [f for f in run.failure.split("; ") if f.strip()] or ["unknown"]:
+                check = failure.split(": ")[0].strip()
+                hit(
+                    f"acceptance:{run.task_id}:{check}",
+                    "acceptance",
+                    None,
+                    run.task_id,
+                    lost,
+                    f"{run.run_id}: {failure}",
+                )
+        errors = Counter()
+        for event in _events(runs_dir, run.run_id):
+            data = event.get("data", {})
+            if event.get("kind") == "tool" and not data.get("ok") and data.get("tool") != "run":
+                words = " ".join(str(data.get("error", "")).split()[:8])
+                errors[(data.get("tool"), words, event.get("phase"))] += 1
+        for (tool, words, phase), count in errors.items():
+            if count >= 3:
+                hit(
+                    f"tool:{tool}:{words}",
+                    "tool",
+                    phase,
+                    run.task_id,
+                    0.0,
+                    f"{run.run_id}: {count}x {words}",
+                )
+    out = [
+        Weakness(
+            id=weakness_id(sig),
+            kind=w["kind"],
+            signature=sig,
+            phase=w["phase"],
+            occurrences=w["n"],
+            cost=round(w["cost"], 6),
+            tasks=sorted(w["tasks"]),
+            evidence=w["ev"],
+            targets=_targets(w["phase"], w["kind"]),
+        )
+        for sig, w in found.items()
+    ]
+    return sorted(out, key=lambda w: (-w.cost, -w.occurrences, w.id))

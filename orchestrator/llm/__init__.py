@@ -1,0 +1,1 @@
+"""Model access: every call through litellm, with retries, and the built-in back ends."""

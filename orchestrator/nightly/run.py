@@ -1,0 +1,157 @@
+"""``cadillac nightly``: one improve cycle under a time budget, a lock per home, and a report.
+
+What this module decides, and why:
+
+* One nightly at a time per home (the lock: :mod:`orchestrator.nightly.records`);
+  a second nightly says which process holds the lock and exits 0 (cron should not
+  mail an error for it).
+* Each night writes ``runs/nightly-<date>/``: ``nightly.json`` (status, times,
+  models, the improve run), ``nightly.log`` (also echoed to the terminal, so
+  cron mail stays short), the improve run's records in ``improve/``, and
+  ``report.html`` / ``report.md``. The report is written when the night
+  starts, after every iteration and at the end, so a night that is killed
+  still leaves a report, and its status says what happened: SIGTERM or Ctrl-C
+  mark it ``interrupted`` at once; a SIGKILL leaves ``running``, which
+  ``cadillac report`` turns into ``interrupted`` once no process holds the lock.
+* Exit status 0 when the cycle ran, whether or not a patch was accepted; 1
+  with one line when it could not run (no model, not a git checkout, a bad
+  matrix), after the night's record and report say so.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from orchestrator import SOURCE_ROOT
+from orchestrator.errors import CadillacError
+from orchestrator.home import Home
+from orchestrator.nightly.records import NightlyLock, NightlyRecord, night_folder, parse_duration
+from orchestrator.nightly.report import write_reports
+
+FORMAT = logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
+
+
+def _logger(folder: Path) -> logging.Logger:
+    """The night's log: its file at once; the terminal too once the cycle can run."""
+    log = logging.getLogger(f"cadillac.nightly.{folder.name}")
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    handler = logging.FileHandler(folder / "nightly.log")
+    handler.setFormatter(FORMAT)
+    log.addHandler(handler)
+    return log
+
+
+def _echo(log: logging.Logger) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(FORMAT)
+    log.addHandler(handler)
+
+
+def run_nightly(home: Home, args, quiet: bool = False) -> int:
+    """The whole nightly (see the module docstring); returns the exit status."""
+
+    lock = NightlyLock(home)
+    home.runs_dir.mkdir(parents=True, exist_ok=True)
+    folder = night_folder(home)
+    if not lock.acquire(folder):
+        print(
+            f"cadillac: a nightly is already running in {home.root}: {lock.holder()}; "
+            "nothing to do",
+            file=sys.stderr,
+        )
+        return 0
+    folder.mkdir(parents=True)
+    log = _logger(folder)
+    model = args.model or os.environ.get("CADILLAC_MODEL", "")
+    record = NightlyRecord(
+        date=folder.name.removeprefix("nightly-"),
+        model=model,
+        improver_model=args.improver_model or model,
+    )
+
+    def save() -> None:
+        (folder / "nightly.json").write_text(record.model_dump_json(indent=2) + "\n")
+        write_reports(home, folder)
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    save()
+    log.info(f"nightly {folder.name} started in {home.root} (pid {record.pid})")
+    code, cycle = 0, None
+    try:
+        cycle = _cycle(home, args, folder, record, log, save)
+        if not quiet:
+            _echo(log)
+        summary = cycle.run()
+        record.improve_id = summary.id
+        record.status = "finished"
+        accepted = sum(1 for it in summary.iterations if it.status == "accepted")
+        record.reason = (
+            f"{len(summary.iterations)} iteration(s), {accepted} patch(es) accepted; "
+            f"{summary.stopped_because}"
+        )
+        if summary.apply_note:
+            record.reason += f"; {summary.apply_note}"
+    except KeyboardInterrupt:
+        record.status, record.reason = "interrupted", "interrupted before the cycle ended"
+        code = 130
+    except CadillacError as exc:
+        record.status, record.reason = "failed", f"could not run: {exc}"
+        print(f"cadillac: error: {exc}", file=sys.stderr)
+        code = 1
+    except Exception as exc:  # a bug: keep it in the log and the report
+        record.status, record.reason = "failed", f"internal error: {type(exc).__name__}: {exc}"
+        log.exception("nightly failed")
+        code = 1
+    finally:
+        if cycle is not None and cycle.summary is not None:
+            record.improve_id = cycle.summary.id
+        record.ended = time.time()
+        signal.signal(signal.SIGTERM, previous)
+        log.info(f"nightly {record.status}: {record.reason}")
+        save()
+        log.info(f"report: {folder / 'report.html'}")
+        lock.release()
+        for handler in list(log.handlers):
+            handler.close()
+            log.removeHandler(handler)
+    return code
+
+
+def _cycle(home: Home, args, folder: Path, record: NightlyRecord, log, save):
+    from orchestrator.bench.tasks import DEFAULT_MATRIX, load_matrix
+    from orchestrator.improve.cycle import ImproveCycle
+    from orchestrator.improve.git import repo_root
+    from orchestrator.improve.records import ImproveConfig
+    from orchestrator.improve.trial import SubprocessMatrix
+    from orchestrator.llm.client import LLMClient, LLMConfig, check_model
+
+    for name in (record.model, record.improver_model):
+        check_model(name)
+    repo = repo_root(Path(args.repo) if getattr(args, "repo", None) else SOURCE_ROOT)
+    matrix = Path(args.matrix).resolve() if args.matrix else DEFAULT_MATRIX
+    load_matrix(matrix)
+    budget = parse_duration(args.time_budget) if args.time_budget else None
+    runner = SubprocessMatrix(
+        home.root, matrix, record.model, args.repeats, args.jobs, args.api_base
+    )
+    improver = LLMClient(LLMConfig(model=record.improver_model, api_base=args.api_base))
+    config = ImproveConfig(iterations=args.iterations, apply=args.apply, max_seconds=budget)
+
+    def event(text: str) -> None:
+        log.info(text)
+        if text.startswith("iter ") and not text.split(": ", 1)[1].startswith("weakness"):
+            save()  # an iteration ended: the report shows it now
+
+    cycle = ImproveCycle(
+        home, repo, runner, improver, config, on_event=event, folder=folder / "improve"
+    )
+    return cycle

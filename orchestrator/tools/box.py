@@ -1,0 +1,117 @@
+"""Dispatching the model's tool calls against one workspace.
+
+What this module decides, and why:
+
+* :meth:`ToolBox.dispatch` never raises for a model's mistake. An unknown tool,
+  arguments that do not fit the tool's model (:mod:`orchestrator.tools.schema`), or a
+  path the workspace refuses becomes ``ok=False`` with one paragraph saying what was
+  wrong and how the call should look; the loop sends it back as the tool message and
+  the model tries again.
+* ``run`` never has the network: the one command that may reach it is the dependency
+  install of the deps phase's check, which the model does not run.
+* ``finish_phase`` does not end anything here: it hands a :class:`FinishRequest` to the
+  loop, which runs the phase's check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from orchestrator.sandbox.executor import CommandResult, ExecConfig, run_command
+from orchestrator.sandbox.workspace import Workspace, WorkspaceError
+from orchestrator.tools.schema import (
+    ARGUMENTS,
+    CallError,
+    EditFile,
+    FinishPhase,
+    ListFiles,
+    ReadFile,
+    Run,
+    WriteFile,
+    parse_arguments,
+)
+
+
+class FinishRequest(BaseModel):
+    """The model's claim that the phase is done."""
+
+    summary: str
+    applied_lessons: list[str]
+
+
+class ToolOutcome(BaseModel):
+    """The result of one call; ``content`` goes back to the model as the tool message."""
+
+    name: str
+    ok: bool
+    content: str
+    finish: FinishRequest | None = None
+    command: CommandResult | None = None
+
+
+class ToolBox:
+    """Runs the model's tool calls against one workspace."""
+
+    def __init__(
+        self, workspace: Workspace, exec_config: ExecConfig, path_prefix: Sequence[Path] = ()
+    ):
+        self.workspace = workspace
+        self.exec_config = exec_config
+        self.path_prefix = list(path_prefix)
+
+    def dispatch(self, name: str, arguments: str) -> ToolOutcome:
+        """Run one call; a model mistake becomes ``ok=False`` with a message, never an exception."""
+        if name not in ARGUMENTS:
+            names = ", ".join(ARGUMENTS)
+            return self._fail(name, f"There is no tool {name!r}. The tools are: {names}.")
+        try:
+            result = getattr(self, "_" + name)(parse_arguments(name, arguments))
+            if isinstance(result, str):
+                return ToolOutcome(name=name, ok=True, content=result)
+            return result
+        except (CallError, WorkspaceError) as exc:
+            return self._fail(name, str(exc))
+        except OSError as exc:
+            return self._fail(name, f"{name} failed: {exc.strerror or exc}.")
+
+    @staticmethod
+    def _fail(name: str, message: str) -> ToolOutcome:
+        return ToolOutcome(name=name, ok=False, content=message)
+
+    # Each handler takes its validated arguments and returns the text for the model (a
+    # success), or a whole ToolOutcome; a CallError or WorkspaceError is a refusal.
+    def _write_file(self, args: WriteFile) -> str:
+        return self.workspace.write_file(args.path, args.content)
+
+    def _edit_file(self, args: EditFile) -> str:
+        return self.workspace.edit_file(args.path, args.old, args.new)
+
+    def _read_file(self, args: ReadFile) -> str:
+        return self.workspace.read_file(args.path)
+
+    def _list_files(self, args: ListFiles) -> str:
+        return self.workspace.list_files(args.path)
+
+    def _run(self, args: Run) -> ToolOutcome:
+        if not args.command.strip():
+            raise CallError('run needs a non-empty \'command\', e.g. {"command": "pytest -q"}.')
+        if args.timeout_s is not None and args.timeout_s <= 0:
+            raise CallError(
+                f"'timeout_s' must be a positive number of seconds, not {args.timeout_s:g}."
+            )
+        result = run_command(
+            args.command,
+            self.workspace.root,
+            self.exec_config,
+            timeout_s=args.timeout_s,
+            path_prefix=self.path_prefix,
+        )
+        return ToolOutcome(name="run", ok=result.ok, content=result.for_model(), command=result)
+
+    def _finish_phase(self, args: FinishPhase) -> ToolOutcome:
+        finish = FinishRequest(summary=args.summary, applied_lessons=args.applied_lessons)
+        content = "phase finish requested; the phase check runs now"
+        return ToolOutcome(name="finish_phase", ok=True, content=content, finish=finish)

@@ -1,0 +1,182 @@
+"""Each tool's arguments as one pydantic model: the schema the model sees and the check of a call.
+
+What this module decides, and why:
+
+* One model per tool is the single description of its arguments. The function
+  schemas in :data:`TOOLS` are generated from the models (their docstrings and field
+  descriptions are written for the model), and the same models validate every call,
+  strictly (a number is not a string, ``true`` is not a number, no extra keys), so what
+  the model is told and what is enforced cannot drift apart.
+* A malformed call is a :class:`CallError` whose message is one paragraph for the
+  model: what was wrong, then the tool's signature, so it can correct the call. A
+  ``null`` for an optional argument means the argument is absent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+PATH = "A path relative to the workspace root, e.g. 'app.py'."
+
+
+class ToolArgs(BaseModel):
+    """Base of every tool's arguments: strict types, no extra keys."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class WriteFile(ToolArgs):
+    """Create a file, or replace its whole content. Folders are created as needed."""
+
+    path: str = Field(description=PATH)
+    content: str = Field(description="The full file text.")
+
+
+class EditFile(ToolArgs):
+    """Replace one exact piece of a file. 'old' must occur exactly once, matching whitespace and
+    indentation; include surrounding lines to make it unique."""
+
+    path: str = Field(description=PATH)
+    old: str = Field(description="The exact text to replace.")
+    new: str = Field(description="The text to put in its place.")
+
+
+class ReadFile(ToolArgs):
+    """Read a text file (cut at 100 KB)."""
+
+    path: str = Field(description=PATH)
+
+
+class ListFiles(ToolArgs):
+    """List the files under a folder, recursively (tool and cache folders skipped)."""
+
+    path: str = Field(
+        default=".", description="A folder relative to the workspace root; default '.'."
+    )
+
+
+class Run(ToolArgs):
+    """Run a bash command in the workspace root, e.g. tests or a linter. No input is available to
+    it; stdout and stderr come back merged, long output cut in the middle."""
+
+    command: str = Field(description="The bash command line.")
+    timeout_s: float | None = Field(default=None, description="Time limit in seconds (optional).")
+
+
+class FinishPhase(ToolArgs):
+    """Say the phase's work is done; its check runs next and you hear back if it fails."""
+
+    summary: str = Field(description="What you did in this phase.")
+    applied_lessons: list[str] = Field(
+        default_factory=list, description="Ids of recalled lessons you followed; may be empty."
+    )
+
+
+ARGUMENTS: dict[str, type[ToolArgs]] = {
+    "write_file": WriteFile,
+    "edit_file": EditFile,
+    "read_file": ReadFile,
+    "list_files": ListFiles,
+    "run": Run,
+    "finish_phase": FinishPhase,
+}
+"""Tool name -> its arguments, in the order the model is shown them."""
+
+
+def _plain(prop: dict[str, Any]) -> dict[str, Any]:
+    """A property schema without pydantic's titles and defaults, ``X | None`` shown as ``X``."""
+    options = [p for p in prop.get("anyOf", []) if p.get("type") != "null"]
+    if len(options) == 1:
+        prop = {**options[0], **{k: v for k, v in prop.items() if k != "anyOf"}}
+    return {k: v for k, v in prop.items() if k not in ("title", "default")}
+
+
+def function_schema(name: str, args: type[ToolArgs]) -> dict[str, Any]:
+    """The OpenAI-style function tool for ``args``."""
+    schema = args.model_json_schema()
+    description = " ".join((args.__doc__ or "").split())
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {k: _plain(v) for k, v in schema["properties"].items()},
+                "required": schema.get("required", []),
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+TOOLS: list[dict[str, Any]] = [function_schema(name, args) for name, args in ARGUMENTS.items()]
+SCHEMAS: dict[str, dict] = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+
+
+class CallError(Exception):
+    """A malformed call; the message is the paragraph the model reads."""
+
+
+_JSON_NAMES = {
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
+
+
+def _json_type(value: Any) -> str:
+    return _JSON_NAMES.get(type(value), type(value).__name__)
+
+
+def _kind(prop: dict[str, Any]) -> str:
+    kind = prop["type"]
+    return f"array of {prop['items']['type']}s" if kind == "array" else kind
+
+
+def signature(name: str) -> str:
+    """``write_file takes a JSON object {"path": string, "content": string}``."""
+    params = SCHEMAS[name]
+    parts = [
+        f'"{key}": {_kind(prop)}' + ("" if key in params["required"] else " (optional)")
+        for key, prop in params["properties"].items()
+    ]
+    return f"{name} takes a JSON object {{{', '.join(parts)}}}"
+
+
+def parse_arguments(name: str, raw: str) -> ToolArgs:
+    """The call's arguments validated by the tool's model, or a CallError for the model."""
+    sig = signature(name)
+    try:
+        data = json.loads(raw) if raw and raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise CallError(f"The arguments of {name} are not valid JSON ({exc}). {sig}.") from None
+    if not isinstance(data, dict):
+        kind = _json_type(data)
+        raise CallError(f"The arguments of {name} must be a JSON object, not a JSON {kind}. {sig}.")
+    params = SCHEMAS[name]
+    data = {k: v for k, v in data.items() if not (v is None and k not in params["required"])}
+    try:
+        return ARGUMENTS[name].model_validate(data)
+    except ValidationError as exc:
+        problems = list(dict.fromkeys(_problem(e, data, params) for e in exc.errors()))
+    raise CallError(f"The call to {name} was not run: {'; '.join(problems)}. {sig}.")
+
+
+def _problem(error: dict[str, Any], data: dict[str, Any], params: dict[str, Any]) -> str:
+    key = str(error["loc"][0]) if error["loc"] else ""
+    if error["type"] == "missing":
+        return f"missing required argument {key!r}"
+    if error["type"] == "extra_forbidden":
+        return f"unexpected argument {key!r}"
+    prop = params["properties"].get(key)
+    if prop is None:
+        return error["msg"]
+    return f"{key!r} must be of type {_kind(prop)}, not {_json_type(data.get(key))}"

@@ -1,0 +1,203 @@
+"""Model calls through litellm: scripted and replay back ends, real HTTP, retries, fallbacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from orchestrator.llm.backends import register_script
+from orchestrator.llm.client import LLMClient, LLMConfig, ModelError
+from tests.fakes.openai_server import FakeOpenAI
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "write_file",
+            "description": "write",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+            },
+        },
+    }
+]
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+def lines(path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+class Waits(list):
+    """Records the back-off waits instead of sleeping them."""
+
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+def client(tmp_path, model: str, **kw) -> LLMClient:
+    config = LLMConfig(model=model, wait_initial_s=0.01, wait_max_s=0.02, **kw)
+    return LLMClient(config, log_path=tmp_path / "llm.jsonl", sleep=kw.pop("sleep", Waits()))
+
+
+def test_scripted_model_answers_with_tool_calls_and_every_call_is_logged(tmp_path):
+    model = register_script(
+        "two-turns",
+        [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.py"}}]},
+            "done",
+        ],
+    )
+    llm = client(tmp_path, model)
+    first = llm.complete(HELLO, TOOLS)
+    assert [(c.name, json.loads(c.arguments)) for c in first.tool_calls] == [
+        ("write_file", {"path": "a.py"})
+    ]
+    assert llm.complete(HELLO, TOOLS).content == "done"
+    logged = lines(tmp_path / "llm.jsonl")
+    assert [r["seq"] for r in logged] == [1, 2]
+    assert logged[0]["response"]["tool_calls"][0]["function"]["name"] == "write_file"
+    assert logged[0]["request"]["messages"] == HELLO
+    assert all(r["tokens_in"] > 0 and r["cost_usd"] is None for r in logged)
+    assert llm.totals.calls == 2 and llm.totals.tokens_in > 0 and llm.totals.cost_usd is None
+
+
+def test_a_policy_script_sees_the_conversation(tmp_path):
+    model = register_script("echo", lambda messages, tools: f"{len(messages)}:{len(tools or [])}")
+    assert client(tmp_path, model).complete(HELLO * 3, TOOLS).content == "3:1"
+
+
+def test_replay_plays_a_recording_back_and_says_when_it_runs_out(tmp_path):
+    model = register_script(
+        "to-record", ["one", {"tool_calls": [{"name": "write_file", "arguments": {"path": "x"}}]}]
+    )
+    recorder = client(tmp_path, model)
+    recorder.complete(HELLO)
+    recorder.complete(HELLO, TOOLS)
+    recording = tmp_path / "recorded.jsonl"
+    (tmp_path / "llm.jsonl").rename(recording)
+    replay = client(tmp_path, f"replay:{recording}")
+    assert replay.complete(HELLO).content == "one"
+    assert replay.complete(HELLO, TOOLS).tool_calls[0].name == "write_file"
+    with pytest.raises(ModelError, match=r"holds 2 response\(s\) and the run asked for response 3"):
+        replay.complete(HELLO)
+    assert replay.totals.failed_attempts == 1  # not retried
+
+
+def test_missing_or_unknown_models_say_how_to_set_one(tmp_path):
+    with pytest.raises(ModelError, match="CADILLAC_MODEL or pass --model"):
+        LLMClient(LLMConfig(model=""))
+    with pytest.raises(ModelError, match="not known to litellm.*make demo"):
+        client(tmp_path, "no-such-provider-model").complete(HELLO)
+    with pytest.raises(ModelError, match="does not exist"):
+        client(tmp_path, f"replay:{tmp_path / 'nope.jsonl'}")
+    with pytest.raises(ModelError, match="no script named"):
+        client(tmp_path, "scripted:never-registered")
+
+
+def test_real_http_with_a_429_and_a_500_is_retried_and_logged(tmp_path):
+    script = [
+        {"status": 429, "headers": {"Retry-After": "0"}},
+        {"status": 500},
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.py"}}]},
+    ]
+    with FakeOpenAI(script) as server:
+        llm = client(tmp_path, "openai/fake-model", api_base=server.api_base, api_key="sk-test")
+        reply = llm.complete(HELLO, TOOLS)
+    assert reply.tool_calls[0].name == "write_file"
+    assert len(server.requests) == 3
+    assert server.requests[0]["tools"][0]["function"]["name"] == "write_file"
+    logged = lines(tmp_path / "llm.jsonl")
+    assert [r.get("status") for r in logged] == [429, 500, None]
+    assert "RateLimitError" in logged[0]["error"] and "InternalServerError" in logged[1]["error"]
+    assert logged[2]["tokens_in"] == 11 and logged[2]["tokens_out"] == 7
+    assert llm.totals.failed_attempts == 2 and llm.totals.calls == 1
+
+
+def test_retry_after_is_honoured(tmp_path):
+    waits = Waits()
+    script = [{"status": 429, "headers": {"Retry-After": "1.5"}}, "ok"]
+    with FakeOpenAI(script) as server:
+        config = LLMConfig(
+            model="openai/m",
+            api_base=server.api_base,
+            api_key="k",
+            wait_initial_s=0.01,
+            wait_max_s=0.02,
+        )
+        assert LLMClient(config, sleep=waits).complete(HELLO).content == "ok"
+    assert waits == [1.5]
+
+
+def test_a_timeout_is_retried(tmp_path):
+    script = [{"delay_s": 2.0, "content": "late"}, "on time"]
+    with FakeOpenAI(script) as server:
+        llm = client(
+            tmp_path, "openai/m", api_base=server.api_base, api_key="k", request_timeout_s=0.5
+        )
+        assert llm.complete(HELLO).content == "on time"
+    assert "Timeout" in lines(tmp_path / "llm.jsonl")[0]["error"]
+
+
+@pytest.mark.parametrize(
+    ("status", "words"), [(401, "refused the key"), (400, "refused the request")]
+)
+def test_auth_and_bad_requests_are_not_retried(tmp_path, status, words):
+    with FakeOpenAI([{"status": status}, "never"]) as server:
+        llm = client(tmp_path, "openai/m", api_base=server.api_base, api_key="k")
+        with pytest.raises(ModelError, match=words):
+            llm.complete(HELLO)
+    assert len(server.requests) == 1
+
+
+def test_fallback_model_takes_over_when_the_primary_keeps_failing(tmp_path):
+    backup = register_script("backup", ["from the fallback"])
+    with FakeOpenAI(lambda body: {"status": 503}) as server:
+        llm = client(
+            tmp_path,
+            "openai/m",
+            api_base=server.api_base,
+            api_key="k",
+            fallback_models=[backup],
+            max_attempts=3,
+        )
+        reply = llm.complete(HELLO)
+    assert reply.content == "from the fallback" and reply.model == backup
+    assert len(server.requests) == 3
+
+
+def test_every_model_failing_is_one_clear_error(tmp_path):
+    with FakeOpenAI(lambda body: {"status": 500}) as server:
+        llm = client(tmp_path, "openai/m", api_base=server.api_base, api_key="k", max_attempts=2)
+        with pytest.raises(ModelError, match="every model failed"):
+            llm.complete(HELLO)
+
+
+def test_litellm_reaches_no_network_when_imported_and_used_offline(tmp_path):
+    probe = (
+        "import socket\n"
+        "def refuse(*a, **k):\n    raise SystemExit('network touched: %r' % (a,))\n"
+        "socket.socket.connect = refuse\nsocket.create_connection = refuse\n"
+        "from orchestrator.llm.backends import register_script\n"
+        "from orchestrator.llm.client import LLMClient, LLMConfig\n"
+        "model = register_script('offline', ['fine'])\n"
+        "print(LLMClient(LLMConfig(model=model)).complete([{'role': 'user', 'content': 'x'}])"
+        ".content)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("fine")
+
+
+def test_a_policy_can_be_named_by_import_path(tmp_path):
+    llm = client(tmp_path, "scripted:tests.fakes.policies:last_user_words")
+    assert llm.complete([{"role": "user", "content": "one two three"}]).content == "3 words"
+    with pytest.raises(ModelError, match="cannot load policy"):
+        client(tmp_path, "scripted:tests.fakes.policies:nope")

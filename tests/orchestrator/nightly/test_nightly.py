@@ -1,0 +1,263 @@
+"""cadillac nightly end to end with scripted models: report, locks, interruption, history."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator.cli import main
+from orchestrator.home import Home
+from orchestrator.nightly.records import NightlyLock, parse_duration
+
+ROOT = Path(__file__).resolve().parents[3]
+SMALL = ROOT / "tests" / "fixtures" / "matrix_small"
+BUILDER = "scripted:tests.fakes.improve_policies:sentence_builder"
+IMPROVER = "scripted:tests.fakes.improve_policies:digit_improver"
+
+
+def nightly_args(repo: Path, *extra: str) -> list[str]:
+    return [
+        "nightly",
+        "--matrix",
+        str(SMALL),
+        "--model",
+        BUILDER,
+        "--improver-model",
+        IMPROVER,
+        "--repo",
+        str(repo),
+        "--iterations",
+        "1",
+        "--repeats",
+        "2",
+        "--jobs",
+        "2",
+        "--time-budget",
+        "20m",
+        *extra,
+    ]
+
+
+def marks(svg_html: str, series: str) -> list[tuple[str, str]]:
+    """(data-x, data-y) of the chart marks of one series, in page order."""
+    found = []
+    for tag in re.findall(r"<[^>]*class=\"mark\"[^>]*>", svg_html):
+        attrs = dict(re.findall(r'(data-[a-z]+)="([^"]*)"', tag))
+        if attrs.get("data-series") == series:
+            found.append((attrs.get("data-x"), attrs.get("data-y")))
+    return found
+
+
+def test_parse_duration():
+    assert parse_duration("6h") == 21600 and parse_duration("90m") == 5400
+    assert parse_duration("45s") == 45 and parse_duration("1.5h") == 5400
+    assert parse_duration("30") == 1800
+
+
+def test_two_nights_write_reports_with_one_history_point_per_night(home, repo, capsys):
+    assert main(nightly_args(repo)) == 0
+    assert main(nightly_args(repo)) == 0
+    nights = sorted((Path(home) / "runs").glob("nightly-*"))
+    assert len(nights) == 2
+    second = nights[-1]
+    record = json.loads((second / "nightly.json").read_text())
+    assert record["status"] == "finished" and "1 patch(es) accepted" in record["reason"]
+    assert (second / "improve" / "iter-1" / "decision.json").is_file()
+    log = (second / "nightly.log").read_text()
+    assert "started" in log and "nightly finished" in log
+    page = (second / "report.html").read_text()
+    for fetch in ("<script", "<link", "@import", "url(", "<img"):  # one self-contained file
+        assert fetch not in page
+    assert not re.search(r"(src|href)\s*=\s*[\"']?https?:", page)
+    train = marks(page, "train")
+    assert [y for _, y in train] == ["0.625", "0.625"]  # the baseline at the start of each night
+    assert len(marks(page, "holdout")) == 2
+    grid = [m for m in re.findall(r'data-series="wf-[abh]"', page)]
+    assert len(grid) == 3 * 2  # three tasks, two repeats
+    md = (second / "report.md").read_text()
+    assert "| iter | weakness | decision |" in md and "accepted" in md and "```diff" in md
+    index = (Path(home) / "runs" / "index.html").read_text()
+    newest, oldest = f"href='{second.name}/", f"href='{nights[0].name}/"
+    assert index.index(newest) < index.index(oldest)  # newest first
+
+
+def test_a_second_nightly_exits_0_while_one_holds_the_lock(home, repo, capsys):
+    lock = NightlyLock(Home(home))
+    assert lock.acquire(Path(home) / "runs" / "nightly-x")
+    try:
+        assert main(nightly_args(repo)) == 0
+        err = capsys.readouterr().err
+        assert "already running" in err and str(os.getpid()) in err
+        assert not list((Path(home) / "runs").glob("nightly-*/nightly.json"))
+    finally:
+        lock.release()
+
+
+def test_a_stale_lock_from_a_killed_run_does_not_block(home, repo, tmp_path):
+    code = (
+        f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from pathlib import Path\nfrom orchestrator.home import Home\n"
+        "from orchestrator.nightly.records import NightlyLock\n"
+        f"NightlyLock(Home(Path({str(home)!r}))).acquire(Path('x'))\n"
+        "print('held', flush=True)\ntime.sleep(60)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    holder.kill()
+    holder.wait()
+    assert (Path(home) / "nightly.lock.json").exists()  # left behind by the killed run
+    assert main(nightly_args(repo)) == 0
+    (night,) = (Path(home) / "runs").glob("nightly-*")
+    assert json.loads((night / "nightly.json").read_text())["status"] == "finished"
+
+
+def test_a_nightly_killed_mid_cycle_leaves_a_report_that_says_so(home, repo):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CADILLAC_HOME": str(home)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", *nightly_args(repo)],
+        env=env,
+        cwd=str(ROOT),
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 120
+    night = None
+    while time.time() < deadline:
+        found = list((Path(home) / "runs").glob("nightly-*/improve/summary.json"))
+        if found:
+            night = found[0].parents[1]
+            break
+        time.sleep(0.2)
+    assert night is not None, "the nightly never started its cycle"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) != 0
+    record = json.loads((night / "nightly.json").read_text())
+    assert record["status"] == "interrupted" and record["ended"]
+    assert "interrupted" in (night / "report.html").read_text()
+    assert "interrupted" in (night / "report.md").read_text()
+    assert not (Path(home) / "nightly.lock.json").exists()
+
+
+def test_a_nightly_that_cannot_run_says_why_in_one_line_and_in_its_report(home, tmp_path, capsys):
+    (tmp_path / "plain").mkdir()
+    assert main(nightly_args(tmp_path / "plain")) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a git checkout" in err
+    (night,) = (Path(home) / "runs").glob("nightly-*")
+    assert json.loads((night / "nightly.json").read_text())["status"] == "failed"
+    assert "not a git checkout" in (night / "report.md").read_text()
+
+
+def test_report_rebuilds_from_the_records(home, repo, capsys):
+    assert main(nightly_args(repo)) == 0
+    (night,) = (Path(home) / "runs").glob("nightly-*")
+    (night / "report.html").unlink()
+    (Path(home) / "runs" / "index.html").unlink()
+    capsys.readouterr()
+    assert main(["report"]) == 0
+    assert "1 nightly report(s)" in capsys.readouterr().out
+    assert (night / "report.html").is_file() and (Path(home) / "runs" / "index.html").is_file()
+
+
+@pytest.mark.skipif(
+    not any(Path(p, "chromium").exists() for p in os.environ.get("PATH", "").split(":")),
+    reason="chromium is not installed (.ci/run installs it)",
+)
+def test_the_report_renders_in_headless_chromium_without_console_errors(home, repo, tmp_path):
+    assert main(nightly_args(repo)) == 0
+    (night,) = (Path(home) / "runs").glob("nightly-*")
+    page = night / "report.html"
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'chrome'}",
+        "--enable-logging=stderr",
+        "--v=0",
+    ]
+    # Chromium puts sockets in TMPDIR, whose path must stay short (a UNIX socket path
+    # holds at most 107 bytes): give it a short scratch folder of its own.
+    scratch = tempfile.mkdtemp(prefix="cr-", dir="/tmp")
+    env = {**os.environ, "TMPDIR": scratch}
+    shot = night / "report.png"
+    try:
+        done = subprocess.run(
+            ["chromium", *flags, "--dump-dom", page.as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        subprocess.run(
+            ["chromium", *flags, f"--screenshot={shot}", "--window-size=1200,3000", page.as_uri()],
+            capture_output=True,
+            timeout=120,
+            env=env,
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert done.returncode == 0
+    console = [line for line in done.stderr.splitlines() if "CONSOLE" in line]
+    assert not [line for line in console if "rror" in line], console
+    dom = done.stdout
+    assert [y for _, y in marks(dom, "train")] == ["0.625"]
+    in_page = re.findall(r'class="mark"', page.read_text())
+    assert len(re.findall(r'class="mark"', dom)) == len(in_page) > 10
+    assert shot.is_file() and shot.stat().st_size > 10_000
+
+
+def test_report_marks_a_night_left_running_by_a_killed_process_as_interrupted(home, capsys):
+    night = Path(home) / "runs" / "nightly-2026-01-01"
+    night.mkdir(parents=True)
+    record = {"date": "2026-01-01", "status": "running", "pid": 999999, "started": 1.0}
+    (night / "nightly.json").write_text(json.dumps(record))
+    assert main(["report"]) == 0
+    again = json.loads((night / "nightly.json").read_text())
+    assert again["status"] == "interrupted" and "killed" in again["reason"]
+    assert "interrupted" in (night / "report.md").read_text()
+
+
+def test_text_from_the_records_cannot_inject_markup_into_the_report(home, capsys):
+    """Reasons, weaknesses and diffs come from models: the HTML report shows them as text."""
+    night = Path(home) / "runs" / "nightly-2026-01-02"
+    (night / "improve" / "iter-1").mkdir(parents=True)
+    hostile = "<script>alert(1)</script>"
+    record = {
+        "date": "2026-01-02",
+        "status": "finished",
+        "reason": hostile,
+        "model": "<b>m</b>",
+        "started": 1.0,
+        "ended": 2.0,
+    }
+    (night / "nightly.json").write_text(json.dumps(record))
+    iteration = {
+        "iteration": 1,
+        "status": "rejected x onmouseover=alert(2)",
+        "weakness": "<img src=x onerror=alert(3)>",
+        "reason": hostile,
+    }
+    summary = {"iterations": [iteration], "stopped_because": ""}
+    (night / "improve" / "summary.json").write_text(json.dumps(summary))
+    (night / "improve" / "iter-1" / "patch.diff").write_text("+<script>alert(4)</script>\n")
+    assert main(["report"]) == 0
+    page = (night / "report.html").read_text()
+    for markup in ("<script", "<img", "<b>m", " onmouseover=alert(2)>"):
+        assert markup not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=alert(3)&gt;" in page
+    assert '<span class="add">+&lt;script&gt;alert(4)&lt;/script&gt;</span>' in page
+    assert hostile in (night / "report.md").read_text()  # Markdown is text; a viewer escapes it

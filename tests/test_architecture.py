@@ -1,0 +1,166 @@
+"""The layout's rules, checked on the source: which layer may import which, and no import circles.
+
+Every ``import`` and ``from ... import`` in ``orchestrator/``, ``phases/`` and ``memory/``
+counts, at module level or inside a function (a lazy import is still a dependency).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("orchestrator", "phases", "memory")
+CORE = "orchestrator"  # orchestrator/__init__.py, errors.py, home.py: what every layer may use
+
+ALLOWED: dict[str, set[str]] = {
+    "memory": set(),
+    CORE: set(),
+    "orchestrator.sandbox": {CORE},
+    "phases": {"orchestrator.sandbox"},
+    "orchestrator.llm": {CORE},
+    "orchestrator.tools": {CORE, "orchestrator.sandbox"},
+    "orchestrator.build": {
+        CORE,
+        "memory",
+        "phases",
+        "orchestrator.llm",
+        "orchestrator.sandbox",
+        "orchestrator.tools",
+    },
+    "orchestrator.bench": {CORE, "orchestrator.build", "orchestrator.sandbox"},
+    "orchestrator.improve": {
+        CORE,
+        "memory",
+        "phases",
+        "orchestrator.bench",
+        "orchestrator.build",
+        "orchestrator.llm",
+    },
+    "orchestrator.nightly": {
+        CORE,
+        "memory",
+        "phases",
+        "orchestrator.bench",
+        "orchestrator.improve",
+        "orchestrator.llm",
+    },
+    "orchestrator.cli": {
+        CORE,
+        "memory",
+        "phases",
+        "orchestrator.bench",
+        "orchestrator.build",
+        "orchestrator.improve",
+        "orchestrator.llm",
+        "orchestrator.nightly",
+    },
+}
+"""Layer -> the other layers it may import. The order of the table is the direction."""
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _layer(module: str) -> str:
+    if module == "orchestrator.__main__":
+        return "orchestrator.cli"
+    parts = module.split(".")
+    if parts[0] != "orchestrator":
+        return parts[0]
+    sub = ".".join(parts[:2])
+    return sub if sub in ALLOWED else CORE
+
+
+def _imports(module: str) -> set[str]:
+    """The cadillac modules ``module`` imports (a name imported from a package counts as the
+    submodule when there is one of that name)."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else node.module
+                for a in node.names
+            ]
+        else:
+            continue
+        out |= {n for n in names if n.split(".")[0] in PACKAGES and n in MODULES}
+    return out - {module}
+
+
+GRAPH = {module: _imports(module) for module in MODULES}
+
+
+def wrong_directions(graph: dict[str, set[str]], module: str) -> list[str]:
+    mine = _layer(module)
+    return sorted(
+        f"{dep} ({_layer(dep)})"
+        for dep in graph[module]
+        if _layer(dep) != mine and _layer(dep) not in ALLOWED[mine]
+    )
+
+
+def find_circle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle of the graph, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        path.append(module)
+        for dep in sorted(graph[module]):
+            if state.get(dep) == 1:
+                return path[path.index(dep) :] + [dep]
+            if dep not in state and (found := visit(dep)):
+                return found
+        path.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (found := visit(module)):
+            return found
+    return None
+
+
+def test_every_module_belongs_to_a_layer_of_the_table():
+    assert {_layer(m) for m in MODULES} <= set(ALLOWED)
+    for sub in (ROOT / "orchestrator").iterdir():
+        if sub.is_dir() and (sub / "__init__.py").exists():
+            assert f"orchestrator.{sub.name}" in ALLOWED, f"{sub} is missing from the table"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_follow_the_direction_of_the_layers(module):
+    wrong = wrong_directions(GRAPH, module)
+    assert not wrong, f"{module} ({_layer(module)}) may not import {', '.join(wrong)}"
+
+
+def test_no_import_circles():
+    circle = find_circle(GRAPH)
+    assert circle is None, "import circle: " + " -> ".join(circle or [])
+
+
+def test_the_checks_find_a_planted_upward_import_and_a_planted_circle():
+    planted = {**GRAPH, "memory.store": GRAPH["memory.store"] | {"phases"}}
+    assert wrong_directions(planted, "memory.store") == ["phases (phases)"]
+    assert "orchestrator.nightly.records" in GRAPH["orchestrator.nightly.report"]
+    planted["orchestrator.nightly.records"] = {"orchestrator.nightly.report"}
+    circle = find_circle(planted)
+    assert circle is not None and circle[0] == circle[-1]
+    assert set(circle) == {"orchestrator.nightly.records", "orchestrator.nightly.report"}
