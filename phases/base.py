@@ -12,7 +12,7 @@ validates the plan once for all of them: a missing or invalid plan fails the
 check with the plan's error, and the phase's own check function gets the plan.
 Checks see the build through a :class:`PhaseContext`: the task, the workspace,
 and a way to run commands with the workspace's virtual environment first on
-``PATH``. This package imports nothing of cadillac's but the sandbox's types.
+``PATH``. This package imports nothing of cadillac's but the sandbox layer.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from orchestrator.sandbox.executor import CommandResult
+from orchestrator.sandbox.files import read_regular, what_is
 from orchestrator.sandbox.workspace import Workspace
 
 PROMPTS = Path(__file__).parent
@@ -43,7 +44,8 @@ class Plan(BaseModel):
     """Every file the project will have, relative to the workspace."""
     dependencies: list[str]
     """Requirement strings (empty for a standard-library project)."""
-    install_command: str = Field(min_length=1)
+    install_command: str | None = None
+    """Extra set-up after cadillac installed the dependency files; runs without network."""
     test_command: str = Field(min_length=1)
     run_command: str = Field(min_length=1)
     """A smoke run that must exit 0."""
@@ -92,10 +94,13 @@ class PlanError(Exception):
 
 def load_plan(root: Path) -> Plan:
     path = root / "plan.json"
-    if not path.is_file():
+    found = what_is(path)
+    if found == "nothing":
         raise PlanError("plan.json does not exist in the workspace root")
+    if found is not None:
+        raise PlanError(f"plan.json is {found}; it must be a regular file in the workspace root")
     try:
-        return Plan.model_validate_json(path.read_text(encoding="utf-8"))
+        return Plan.model_validate_json(read_regular(path))
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}" for e in exc.errors()
@@ -103,6 +108,8 @@ def load_plan(root: Path) -> Plan:
         raise PlanError(f"plan.json is not valid: {problems}") from None
     except (ValueError, json.JSONDecodeError) as exc:
         raise PlanError(f"plan.json is not valid JSON: {exc}") from None
+    except OSError as exc:
+        raise PlanError(f"plan.json cannot be read: {exc.strerror or exc}") from None
 
 
 class Phase(Protocol):

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from orchestrator.sandbox.files import what_is
 from phases.base import CheckResult, PhaseContext, Plan, PlanPhase
 
 
 def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
-    if not (ctx.workspace.root / "PLAN.md").is_file():
+    if what_is(ctx.workspace.root / "PLAN.md") is not None:
         return CheckResult(passed=False, summary="PLAN.md (the plan for people) does not exist")
     return CheckResult(
         passed=True,

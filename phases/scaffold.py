@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from orchestrator.sandbox.files import what_is
 from phases.base import CheckResult, PhaseContext, Plan, PlanPhase, python_compiles
 
 
 def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
-    missing = [p for p in plan.files if not (ctx.workspace.root / p).is_file()]
+    missing = [p for p in plan.files if what_is(ctx.workspace.root / p) is not None]
     if missing:
         return CheckResult(passed=False, summary=f"planned files missing: {', '.join(missing)}")
     failed = python_compiles(ctx, plan.files)

@@ -56,6 +56,7 @@ ALLOWED: dict[str, set[str]] = {
         "orchestrator.improve",
         "orchestrator.llm",
         "orchestrator.nightly",
+        "orchestrator.sandbox",
     },
 }
 """Layer -> the other layers it may import. The order of the table is the direction."""

@@ -36,7 +36,8 @@ from orchestrator.build.runs import PhaseSummary, Run, RunSummary, TaskRecord, n
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.llm.client import LLMClient, LLMConfig, ModelError, ToolCall, check_model
-from orchestrator.sandbox.executor import ExecConfig, run_command
+from orchestrator.sandbox.executor import ExecConfig, check_sandbox, run_command
+from orchestrator.sandbox.installs import project_env
 from orchestrator.sandbox.workspace import Workspace
 from orchestrator.tools.box import FinishRequest, ToolBox
 from orchestrator.tools.schema import TOOLS
@@ -132,7 +133,10 @@ class Builder:
         self.llm = LLMClient(config.llm, log_path=run.llm_path)
         self.workspace = Workspace(run.workspace)
         self.venv_bin = run.workspace / ".venv" / "bin"
-        self.toolbox = ToolBox(self.workspace, config.executor, path_prefix=[self.venv_bin])
+        self.env = project_env(run.workspace)
+        self.toolbox = ToolBox(
+            self.workspace, config.executor, path_prefix=[self.venv_bin], env=self.env
+        )
         self.phases = load_phases()
         self.summary = run.summary() or RunSummary(run_id=run.id, task=task, model=config.llm.model)
         self.tags = sorted(stack_tags(infer_tags_from_text(task)))
@@ -144,10 +148,16 @@ class Builder:
         self.started = time.time()
         self.base_seconds = self.summary.seconds
 
-    @classmethod
-    def start(cls, home: Home, config: BuildConfig, task: str, **kw) -> Builder:
+    @staticmethod
+    def preflight(config: BuildConfig) -> None:
+        """What can be checked before a run folder is made: the models and the sandbox."""
         for model in [config.llm.model, *config.llm.fallback_models]:
             check_model(model)
+        check_sandbox(config.executor)
+
+    @classmethod
+    def start(cls, home: Home, config: BuildConfig, task: str, **kw) -> Builder:
+        cls.preflight(config)
         record = TaskRecord(
             run_id=new_run_id(),
             task=task,
@@ -158,8 +168,7 @@ class Builder:
 
     @classmethod
     def resume(cls, home: Home, config: BuildConfig, run_id: str, **kw) -> Builder:
-        for model in [config.llm.model, *config.llm.fallback_models]:
-            check_model(model)
+        cls.preflight(config)
         run = Run.open(home.runs_dir, run_id)
         return cls(home, config, run.task().task, run, **kw)
 
@@ -168,6 +177,7 @@ class Builder:
         s = self.summary
         s.status, s.reason, s.ended = "running", "", None
         s.lessons_recalled = self.recalled_ids
+        s.unsafe_no_sandbox = self.config.executor.sandbox == "none"
         self.started, self.base_seconds, self.failure = time.time(), s.seconds, ""
         budgets = self.history.compute_budgets(self.tags)
         done = {p.phase for p in s.phases if p.outcome == "passed"}
@@ -177,6 +187,7 @@ class Builder:
             task=self.task,
             resumed=bool(done),
             tags=self.tags,
+            sandbox=self.config.executor.sandbox,
             recalled=self.recalled_ids,
             budgets={k: b.model_dump() for k, b in budgets.items()},
         )
@@ -297,20 +308,17 @@ class Builder:
         return PhaseRun(phase, ctx, result, messages, PhaseRecord(self.task, name), emit)
 
     def _run_command(self, command: str, timeout_s: float | None = None, network: bool = False):
-        """A command of a phase's check, with the workspace's virtual environment."""
-        env = {
-            "VIRTUAL_ENV": str(self.venv_bin.parent),
-            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-            "PIP_NO_CACHE_DIR": "1",
-        }
+        """A command of a phase's check, with the workspace's virtual environment. Only
+        cadillac's own installs ask for the network, and get the package managers' settings."""
         result = run_command(
             command,
             self.run.workspace,
             self.config.executor,
             timeout_s=timeout_s,
             path_prefix=[self.venv_bin],
-            env=env,
+            env=self.env,
             network=network,
+            package_config=network,
         )
         self.emit(
             "command",
@@ -320,6 +328,8 @@ class Builder:
             seconds=round(result.seconds, 3),
             output_bytes=result.output_bytes,
             sandboxed=result.sandboxed,
+            network=network,
+            limit=result.limit,
         )
         return result
 

@@ -81,6 +81,8 @@ class RunSummary(BaseModel):
     lessons_boosted: list[str] = Field(default_factory=list)
     lessons_penalised: list[str] = Field(default_factory=list)
     files: list[str] = Field(default_factory=list)
+    unsafe_no_sandbox: bool = False
+    """The user ran the model's commands without a sandbox (``--unsafe-no-sandbox``)."""
 
 
 def new_run_id() -> str:

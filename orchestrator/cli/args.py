@@ -77,6 +77,17 @@ def model_options() -> Parser:
 
 
 @functools.cache
+def sandbox_options() -> Parser:
+    p = Parser(add_help=False)
+    p.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run the model's commands on this machine without a sandbox (at your own risk)",
+    )
+    return p
+
+
+@functools.cache
 def matrix_options() -> Parser:
     p = Parser(add_help=False)
     p.add_argument("--matrix", metavar="DIR", help="a folder of tasks (default: matrices/default)")

@@ -16,13 +16,26 @@ from contextlib import nullcontext
 from datetime import datetime
 
 from orchestrator.cli import output
-from orchestrator.cli.args import actions, command, model_options, positive_float
+from orchestrator.cli.args import (
+    actions,
+    command,
+    model_options,
+    positive_float,
+    sandbox_options,
+)
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 
 
 def add_parsers(commands) -> None:
-    p = command(commands, "build", "build TASK through the six phases", model_options(), run=build)
+    p = command(
+        commands,
+        "build",
+        "build TASK through the six phases",
+        model_options(),
+        sandbox_options(),
+        run=build,
+    )
     p.add_argument("task", nargs="?", help='what to build, e.g. "a Flask todo API with SQLite"')
     p.add_argument(
         "--max-cost",
@@ -44,10 +57,17 @@ def add_parsers(commands) -> None:
     p.add_argument("--json", action="store_true")
 
 
+UNSAFE = (
+    "--unsafe-no-sandbox: the model's commands run on this machine without a sandbox; "
+    "they can read and change your files"
+)
+
+
 def build_config(args: argparse.Namespace):
-    """The BuildConfig a command line asks for (model, api base, fallbacks, cost cap)."""
+    """The BuildConfig a command line asks for (model, api base, fallbacks, cost cap, sandbox)."""
     from orchestrator.build.agent import BuildConfig
     from orchestrator.llm.client import MODEL_HINT, LLMConfig
+    from orchestrator.sandbox.executor import ExecConfig
 
     model = args.model or os.environ.get("CADILLAC_MODEL", "")
     if not model:
@@ -57,7 +77,10 @@ def build_config(args: argparse.Namespace):
         api_base=args.api_base or os.environ.get("CADILLAC_API_BASE") or None,
         fallback_models=args.fallback_model or [],
     )
-    return BuildConfig(llm=llm, max_cost_usd=getattr(args, "max_cost", None))
+    executor = ExecConfig(sandbox="none" if getattr(args, "unsafe_no_sandbox", False) else "bwrap")
+    if executor.sandbox == "none":
+        output.err().print(f"[bold red]warning:[/] {UNSAFE}")
+    return BuildConfig(llm=llm, executor=executor, max_cost_usd=getattr(args, "max_cost", None))
 
 
 def build(args: argparse.Namespace) -> int:

@@ -11,7 +11,14 @@ import argparse
 from pathlib import Path
 
 from orchestrator.cli import output
-from orchestrator.cli.args import actions, command, matrix_options, model_options, positive
+from orchestrator.cli.args import (
+    actions,
+    command,
+    matrix_options,
+    model_options,
+    positive,
+    sandbox_options,
+)
 from orchestrator.cli.build import build_config
 from orchestrator.home import Home
 
@@ -25,6 +32,7 @@ def add_parsers(commands) -> None:
         "build every task K times and score",
         model_options(),
         matrix_options(),
+        sandbox_options(),
         run=matrix_run,
     )
     p.add_argument("--repeats", type=positive, default=1, metavar="K")

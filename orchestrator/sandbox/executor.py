@@ -1,24 +1,33 @@
-"""Shell commands the model runs, inside the workspace, with a time limit and capped output.
+"""Running a command the model wrote: in a sandbox that fails closed, with limits, capped output.
 
 What this module decides, and why:
 
-* A command is ``bash -c`` in the workspace, stdin from ``/dev/null`` (a prompt
-  for input fails instead of hanging) and stdout and stderr merged in one pipe,
-  so the model reads them in the order they were written.
-* The environment is scrubbed of credentials and of the variables LLM libraries
-  read, so code the model writes cannot spend our keys or reach our provider.
-* The command runs in its own process group. At its time limit the whole group
-  gets SIGTERM, then SIGKILL after a grace period; what it printed so far is
-  still returned. When the command ends, processes it left behind in the
-  background are killed too: a tool call leaves nothing running.
-* Output is read as it comes, keeping only a head and a tail, so a command that
-  prints gigabytes costs a couple of caps of memory; every byte is still counted.
-* Where bubblewrap exists the command runs in a sandbox: the whole file system
-  read-only except the workspace (and paths named writable) and a private
-  ``TMPDIR`` removed afterwards (``/tmp`` itself stays visible, read-only: a
-  tmpfs over it would hide interpreters and homes that live there), no network
-  unless asked for (dependency installs), and its own PID namespace, so killing
-  the sandbox kills everything started inside it.
+* **Fail closed.** Every command runs inside bubblewrap (:class:`Bubblewrap`) with what
+  :mod:`orchestrator.sandbox.policy` names and nothing else. Where bubblewrap is missing
+  or cannot make namespaces, :func:`check_sandbox` says so in one line before a build
+  starts and :meth:`Bubblewrap.run` refuses. Only ``sandbox="none"`` (the user's
+  ``--unsafe-no-sandbox``) runs commands without one (:class:`Unsandboxed`), still with
+  the scrubbed environment, the limits and a private ``TMPDIR``/``HOME``.
+* **Namespaces**: no network, IPC, PID, UTS or user sharing with the host (the network
+  only when the caller asks, for cadillac's own dependency installs), a new session,
+  every capability dropped, and the sandbox dies with its parent. Inside another
+  bubblewrap sandbox (an improve trial), where a fresh ``/proc`` cannot be mounted, the
+  outer sandbox's ``/proc`` is bound read-only instead: :func:`probe` finds which works.
+* **Limits** per command (:class:`ExecConfig`): address space (4 GiB), file size, CPU
+  time, open files and processes, set with ``ulimit`` before the command starts (a
+  process limit binds only a non-root user; the kernel exempts root). A limit that was
+  hit is said to the model as such: ``killed: CPU time limit 900 s``, ``memory limit
+  4 GiB reached``.
+* A command is ``bash -c`` in the working folder, stdin from ``/dev/null`` (a prompt for
+  input fails instead of hanging), stdout and stderr merged in one pipe, so the model
+  reads them in the order they were written. It runs in its own process group: at its
+  time limit the group gets SIGTERM, then SIGKILL after a grace period; what it printed
+  is still returned; when it ends, what it left running is killed too.
+* Output is read as it comes, keeping only a head and a tail, so a command that prints
+  gigabytes costs a couple of caps of memory; every byte is still counted.
+* :class:`Executor` is the protocol the rest of cadillac uses (run this command here,
+  with these limits, network or not), so another back end (a container) can be added
+  without touching the build loop.
 """
 
 from __future__ import annotations
@@ -34,33 +43,23 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
-PROVIDER_PREFIXES = (
-    "OPENAI_",
-    "ANTHROPIC_",
-    "AZURE_",
-    "AWS_",
-    "GOOGLE_",
-    "GEMINI_",
-    "VERTEX",
-    "COHERE_",
-    "MISTRAL_",
-    "GROQ_",
-    "DEEPSEEK_",
-    "OPENROUTER_",
-    "TOGETHER",
-    "HF_",
-    "HUGGINGFACE",
-    "REPLICATE_",
-    "LITELLM_",
-    "OLLAMA_",
-)
-PROVIDER_NAMES = frozenset({"CADILLAC_MODEL", "CADILLAC_API_BASE"})
+from orchestrator.errors import CadillacError
+from orchestrator.sandbox import policy
+
 DRAIN_S = 1.0  # after the command ends, how long to wait for a pipe an escaped process holds
+GIB = 1024**3
+INSTALL_HINT = (
+    "install bubblewrap (apt-get install bubblewrap, dnf install bubblewrap) or, to run "
+    "model-written commands without a sandbox at your own risk, pass --unsafe-no-sandbox"
+)
+
+
+class SandboxUnavailable(CadillacError):
+    """Commands cannot be sandboxed here, and the user did not say to run them without one."""
 
 
 class ExecConfig(BaseModel):
@@ -74,10 +73,36 @@ class ExecConfig(BaseModel):
     """The longest time limit a command may ask for."""
     output_cap_bytes: int = 20_000
     """Output kept for the model: the first half and the last half of this many bytes."""
-    sandbox: Literal["auto", "bwrap", "none"] = "auto"
-    """``bwrap`` requires bubblewrap; ``auto`` uses it when it is installed and works."""
+    sandbox: Literal["bwrap", "none"] = "bwrap"
+    """``bwrap``: every command in a bubblewrap sandbox, none without one; ``none``: no
+    sandbox at all (``--unsafe-no-sandbox``)."""
+    bwrap: str = "bwrap"
+    """The bubblewrap program (a name on PATH or a path)."""
     kill_grace_s: float = 2.0
     """Seconds between SIGTERM and SIGKILL when a command runs past its time limit."""
+    memory_limit_bytes: int = Field(default=4 * GIB, ge=64 * 1024**2)
+    """Address space of each process of a command."""
+    file_size_limit_bytes: int = Field(default=2 * GIB, ge=1024**2)
+    """Largest file a command may write."""
+    cpu_limit_s: int = Field(default=1800, ge=1)
+    """CPU seconds of each process of a command."""
+    open_files_limit: int = Field(default=1024, ge=16)
+    process_limit: int = Field(default=1024, ge=8)
+    """Processes of the user at once (not applied to root, which the kernel exempts)."""
+    toolchains: list[str] = Field(default_factory=lambda: list(policy.TOOLCHAINS))
+    """Programs whose install folders commands may use (besides cadillac's interpreter)."""
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _auto_is_bwrap(cls, value: object) -> object:
+        return "bwrap" if value == "auto" else value  # earlier configs said auto: fail closed
+
+
+def human_bytes(n: int) -> str:
+    for unit, size in (("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= size:
+            return f"{n / size:g} {unit}"
+    return f"{n} bytes"
 
 
 class CommandResult(BaseModel):
@@ -91,57 +116,251 @@ class CommandResult(BaseModel):
     output_bytes: int
     seconds: float
     sandboxed: bool
+    limit: str | None = None
+    """The limit the command hit (``CPU time limit 900 s``, ``memory limit 4 GiB``)."""
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
 
     def for_model(self) -> str:
-        """The exit status (or the time-out), then the output."""
+        """The exit status (or the time-out, or the limit hit), then the output."""
+        code = self.exit_code
         if self.timed_out:
             status = f"timed out after {self.seconds:.0f} s (the command was killed)"
-        elif self.exit_code is not None and self.exit_code < 0:
-            status = f"killed by signal {signal.Signals(-self.exit_code).name}"
+        elif self.limit and code is not None and (code < 0 or code > 128):
+            status = f"killed: {self.limit}"
+        elif self.limit:
+            status = f"exit status {code}: {self.limit} reached"
+        elif code is not None and code < 0:
+            status = f"killed by signal {signal.Signals(-code).name}"
         else:
-            status = f"exit status {self.exit_code}"
+            status = f"exit status {code}"
         return f"{status}\n{self.output or '(no output)'}"
 
 
-def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A copy of ``base`` (default: os.environ) without credentials and LLM provider settings."""
-    env = dict(os.environ if base is None else base)
-    return {
-        name: value
-        for name, value in env.items()
-        if not any(word in name.upper() for word in SECRET_WORDS)
-        and not name.upper().startswith(PROVIDER_PREFIXES)
-        and name.upper() not in PROVIDER_NAMES
-    }
+class Executor(Protocol):
+    """Runs one command in a folder, with the configured limits, with or without network."""
+
+    sandboxed: bool
+
+    def run(
+        self,
+        command: str,
+        cwd: Path,
+        *,
+        timeout_s: float | None = None,
+        network: bool = False,
+        env: Mapping[str, str] | None = None,
+        path_prefix: Sequence[Path] = (),
+        visible: Sequence[Path] = (),
+        writable: Sequence[Path] = (),
+        package_config: bool = False,
+    ) -> CommandResult: ...
+
+
+# ---------------------------------------------------------------------------- bubblewrap
+PROBE_MOUNTS = ["--ro-bind", "/usr", "/usr", "--dev", "/dev"]
+
+
+def probe(bwrap: str) -> tuple[str | None, str]:
+    """How bubblewrap can run here: ("mount" | "bind", "") or (None, why it cannot)."""
+    program = shutil.which(bwrap)
+    if program is None:
+        return None, f"bubblewrap ({bwrap}) is not installed"
+    return _probe(program)
 
 
 @functools.cache
-def _bwrap_works(bwrap: str) -> bool:
-    """Whether bubblewrap can make namespaces here (some containers forbid it)."""
-    probe = [bwrap, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "--", "true"]
-    try:
-        return subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+def _probe(program: str) -> tuple[str | None, str]:
+    links = [
+        a
+        for top in policy.TOP_LINKS
+        if os.path.islink(top)
+        for a in ("--symlink", os.readlink(top), top)
+    ]
+    why = ""
+    for mode, proc in (("mount", ["--proc", "/proc"]), ("bind", ["--ro-bind", "/proc", "/proc"])):
+        argv = [program, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL"]
+        argv += [*links, *PROBE_MOUNTS, *proc, "--", "true"]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return None, f"bubblewrap cannot run: {exc}"
+        if done.returncode == 0:
+            return mode, ""
+        why = (
+            why or (done.stderr.strip().splitlines() or ["exit status " + str(done.returncode)])[0]
+        )
+    return None, f"bubblewrap cannot make namespaces here ({why})"
 
 
-def _bwrap_argv(
-    bwrap: str, command: str, cwd: Path, writable: Sequence[Path], net: bool
-) -> list[str]:
-    # The whole file system is visible read-only (a tmpfs over /tmp would hide interpreters and
-    # homes that live under /tmp); the workspace and a private TMPDIR are the writable places.
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    argv += ["--bind", str(cwd), str(cwd)]
-    for path in writable:
-        argv += ["--bind-try", str(path), str(path)]
-    if not net:
-        argv.append("--unshare-net")
-    argv += ["--unshare-pid", "--die-with-parent", "--new-session", "--chdir", str(cwd)]
-    return argv + ["--", "bash", "-c", command]
+def check_sandbox(config: ExecConfig) -> None:
+    """Raise SandboxUnavailable (one line: what is wrong and what to do) unless commands
+    can run as configured."""
+    if config.sandbox == "none":
+        return
+    mode, why = probe(config.bwrap)
+    if mode is None:
+        raise SandboxUnavailable(f"{why}: {INSTALL_HINT}")
+
+
+class Bubblewrap:
+    """Every command in a fresh bubblewrap sandbox (see the module docstring)."""
+
+    sandboxed = True
+
+    def __init__(self, config: ExecConfig):
+        self.config = config
+
+    def run(
+        self,
+        command: str,
+        cwd: Path,
+        *,
+        timeout_s: float | None = None,
+        network: bool = False,
+        env: Mapping[str, str] | None = None,
+        path_prefix: Sequence[Path] = (),
+        visible: Sequence[Path] = (),
+        writable: Sequence[Path] = (),
+        package_config: bool = False,
+    ) -> CommandResult:
+        check_sandbox(self.config)
+        mode, _ = probe(self.config.bwrap)
+        cwd = Path(cwd).resolve()
+        run_env = _environment(path_prefix, env, package_config, policy.SANDBOX_HOME, "/tmp")
+        toolchains = policy.toolchain_roots(self.config.toolchains, run_env["PATH"])
+        run_env = {**policy.toolchain_env(toolchains), **run_env}
+        argv = [shutil.which(self.config.bwrap) or self.config.bwrap, "--unshare-all"]
+        if network:
+            argv.append("--share-net")
+        argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        argv += ["--hostname", "sandbox"]
+        argv += policy.mounts(
+            cwd,
+            proc=mode or "mount",
+            toolchains=toolchains,
+            visible=visible,
+            writable=writable,
+            package_config=package_config,
+        )
+        argv += ["--chdir", str(cwd), "--", *_limited(command, self.config)]
+        return _supervise(argv, command, cwd, run_env, _timeout(timeout_s, self.config), self)
+
+
+class Unsandboxed:
+    """Commands straight on the host (``--unsafe-no-sandbox``): the environment, limits and
+    a private TMPDIR and HOME still apply, but the file system and network are the host's."""
+
+    sandboxed = False
+
+    def __init__(self, config: ExecConfig):
+        self.config = config
+
+    def run(
+        self,
+        command: str,
+        cwd: Path,
+        *,
+        timeout_s: float | None = None,
+        network: bool = False,
+        env: Mapping[str, str] | None = None,
+        path_prefix: Sequence[Path] = (),
+        visible: Sequence[Path] = (),
+        writable: Sequence[Path] = (),
+        package_config: bool = False,
+    ) -> CommandResult:
+        cwd = Path(cwd).resolve()
+        scratch = tempfile.mkdtemp(prefix="cadillac-unsandboxed-")
+        try:
+            home = Path(scratch, "home")
+            home.mkdir()
+            run_env = _environment(path_prefix, env, package_config, str(home), scratch)
+            argv = _limited(command, self.config)
+            return _supervise(argv, command, cwd, run_env, _timeout(timeout_s, self.config), self)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def executor_for(config: ExecConfig) -> Executor:
+    return Unsandboxed(config) if config.sandbox == "none" else Bubblewrap(config)
+
+
+def run_command(
+    command: str,
+    cwd: Path,
+    config: ExecConfig,
+    timeout_s: float | None = None,
+    path_prefix: Sequence[Path] = (),
+    env: Mapping[str, str] | None = None,
+    network: bool = False,
+    writable: Sequence[Path] = (),
+    visible: Sequence[Path] = (),
+    package_config: bool = False,
+) -> CommandResult:
+    """Run ``bash -c command`` in ``cwd`` as ``config`` says; never raises for what the
+    command itself does (SandboxUnavailable when it cannot be sandboxed)."""
+    return executor_for(config).run(
+        command,
+        cwd,
+        timeout_s=timeout_s,
+        network=network,
+        env=env,
+        path_prefix=path_prefix,
+        visible=visible,
+        writable=writable,
+        package_config=package_config,
+    )
+
+
+# ---------------------------------------------------------------------------- shared parts
+def _timeout(timeout_s: float | None, config: ExecConfig) -> float:
+    return min(timeout_s or config.default_timeout_s, config.max_timeout_s)
+
+
+def _environment(path_prefix, env, package_config, home: str, tmp: str) -> dict[str, str]:
+    run_env = policy.command_env(package_config=package_config)
+    if path_prefix:
+        run_env["PATH"] = os.pathsep.join([*map(str, path_prefix), run_env["PATH"]])
+    run_env.update(HOME=home, TMPDIR=tmp)
+    run_env.update(env or {})
+    return run_env
+
+
+LIMITS = (
+    "ulimit -v {as_kib} 2>/dev/null; ulimit -f {fsize_kib} 2>/dev/null; "
+    "ulimit -H -t {cpu_hard} 2>/dev/null; ulimit -S -t {cpu} 2>/dev/null; "
+    "ulimit -n {nofile} 2>/dev/null; ulimit -u {nproc} 2>/dev/null; "
+    'exec bash -c "$1"'
+)
+"""Soft CPU limit: SIGXCPU, which says what happened; the hard one kills what ignores it."""
+
+
+def _limited(command: str, config: ExecConfig) -> list[str]:
+    """``bash -c command`` under the configured limits (bash counts -v and -f in KiB)."""
+    script = LIMITS.format(
+        as_kib=config.memory_limit_bytes // 1024,
+        fsize_kib=config.file_size_limit_bytes // 1024,
+        cpu=config.cpu_limit_s,
+        cpu_hard=config.cpu_limit_s + 5,
+        nofile=config.open_files_limit,
+        nproc=config.process_limit,
+    )
+    return ["bash", "-c", script, "cadillac-command", command]
+
+
+MEMORY_WORDS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
+
+
+def _limit_hit(code: int | None, output: str, config: ExecConfig) -> str | None:
+    if code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
+        return f"CPU time limit {config.cpu_limit_s} s"
+    if code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):
+        return f"file size limit {human_bytes(config.file_size_limit_bytes)}"
+    if code not in (0, None) and any(word in output[-4000:] for word in MEMORY_WORDS):
+        return f"memory limit {human_bytes(config.memory_limit_bytes)}"
+    return None
 
 
 class _Capped:
@@ -176,49 +395,9 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def run_command(
-    command: str,
-    cwd: Path,
-    config: ExecConfig,
-    timeout_s: float | None = None,
-    path_prefix: Sequence[Path] = (),
-    env: Mapping[str, str] | None = None,
-    network: bool = False,
-    writable: Sequence[Path] = (),
-) -> CommandResult:
-    """Run ``bash -c command`` in ``cwd``; never raises for what the command itself does."""
-    cwd = Path(cwd).resolve()
-    timeout = min(timeout_s or config.default_timeout_s, config.max_timeout_s)
-    bwrap = shutil.which("bwrap")
-    if config.sandbox == "bwrap" and bwrap is None:
-        raise RuntimeError(
-            "sandbox is 'bwrap' but bubblewrap is not installed; install it (apt-get install "
-            "bubblewrap) or set the executor's sandbox to 'auto' or 'none'"
-        )
-    sandboxed = bwrap is not None and (
-        config.sandbox == "bwrap" or (config.sandbox == "auto" and _bwrap_works(bwrap))
-    )
-    run_env = scrubbed_env()
-    if path_prefix:
-        run_env["PATH"] = os.pathsep.join([*map(str, path_prefix), run_env.get("PATH", "")])
-    run_env.update(env or {})
-    argv = ["bash", "-c", command]
-    private_tmp = None
-    if sandboxed:
-        private_tmp = tempfile.mkdtemp(prefix="cadillac-sandbox-")
-        run_env["TMPDIR"] = private_tmp
-        writable = [*writable, Path(private_tmp)]
-        argv = _bwrap_argv(bwrap, command, cwd, writable, network)
-    try:
-        return _supervise(argv, command, cwd, run_env, timeout, config, sandboxed)
-    finally:
-        if private_tmp is not None:
-            shutil.rmtree(private_tmp, ignore_errors=True)
-
-
-def _supervise(argv, command, cwd, run_env, timeout, config, sandboxed) -> CommandResult:
+def _supervise(argv, command, cwd, run_env, timeout, runner) -> CommandResult:
     """Run argv in its own process group, reading its output under the cap, killing on timeout."""
-
+    config: ExecConfig = runner.config
     out = _Capped(config.output_cap_bytes)
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -255,14 +434,17 @@ def _supervise(argv, command, cwd, run_env, timeout, config, sandboxed) -> Comma
                 eof = not _read_into(fd, out)
     proc.stdout.close()
     proc.wait()
+    code = None if timed_out else proc.returncode
+    text = out.text()
     return CommandResult(
         command=command,
-        exit_code=None if timed_out else proc.returncode,
+        exit_code=code,
         timed_out=timed_out,
-        output=out.text(),
+        output=text,
         output_bytes=out.total,
         seconds=round(time.monotonic() - start, 3),
-        sandboxed=sandboxed,
+        sandboxed=runner.sandboxed,
+        limit=None if timed_out else _limit_hit(code, text, config),
     )
 
 

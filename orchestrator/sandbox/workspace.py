@@ -14,12 +14,16 @@ What this module decides, and why:
 * Listings skip folders of tools and caches (``.venv``, ``__pycache__`` ...), so
   a prompt or a run record shows the project, not its installed dependencies.
 * Reads are capped at 100 KB so one large file cannot flood the context.
+* Files are opened without following a last link and only when they are regular files
+  (:mod:`orchestrator.sandbox.files`): a FIFO the model made cannot hang the host.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path, PurePosixPath
+
+from orchestrator.sandbox.files import read_regular, write_regular
 
 SKIP_DIRS = frozenset({".venv", "__pycache__", ".git", "node_modules", ".pytest_cache"})
 READ_CAP_BYTES = 100_000
@@ -81,7 +85,7 @@ class Workspace:
         data = content.encode("utf-8")
         try:
             real.parent.mkdir(parents=True, exist_ok=True)
-            real.write_bytes(data)
+            write_regular(real, data)
         except OSError as exc:
             raise WorkspaceError(f"Could not write {path!r}: {exc.strerror or exc}.") from None
         return f"wrote {self._rel(real)} ({len(data):,} bytes, {_lines(content)} lines)"
@@ -110,7 +114,7 @@ class Workspace:
                 "Hint: include more of the surrounding lines in 'old' so it is unique."
             )
         try:
-            real.write_bytes(text.replace(old, new, 1).encode("utf-8"))
+            write_regular(real, text.replace(old, new, 1).encode("utf-8"))
         except OSError as exc:
             raise WorkspaceError(f"Could not write {path!r}: {exc.strerror or exc}.") from None
         return f"edited {self._rel(real)} (replaced {_lines(old)} lines with {_lines(new)} lines)"
@@ -126,8 +130,7 @@ class Workspace:
             raise WorkspaceError(f"There is no file {path!r}; use list_files to see what exists.")
         try:
             size = real.stat().st_size
-            with open(real, "rb") as fh:
-                data = fh.read() if cap is None else fh.read(cap)
+            data = read_regular(real, cap)
         except OSError as exc:
             raise WorkspaceError(f"Could not read {path!r}: {exc.strerror or exc}.") from None
         cut = cap is not None and size > cap

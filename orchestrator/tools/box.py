@@ -15,7 +15,7 @@ What this module decides, and why:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -56,11 +56,17 @@ class ToolBox:
     """Runs the model's tool calls against one workspace."""
 
     def __init__(
-        self, workspace: Workspace, exec_config: ExecConfig, path_prefix: Sequence[Path] = ()
+        self,
+        workspace: Workspace,
+        exec_config: ExecConfig,
+        path_prefix: Sequence[Path] = (),
+        env: Mapping[str, str] | None = None,
     ):
         self.workspace = workspace
         self.exec_config = exec_config
         self.path_prefix = list(path_prefix)
+        self.env = dict(env or {})
+        """What cadillac sets for the project's commands (its virtual environment ...)."""
 
     def dispatch(self, name: str, arguments: str) -> ToolOutcome:
         """Run one call; a model mistake becomes ``ok=False`` with a message, never an exception."""
@@ -108,6 +114,7 @@ class ToolBox:
             self.exec_config,
             timeout_s=args.timeout_s,
             path_prefix=self.path_prefix,
+            env=self.env,
         )
         return ToolOutcome(name="run", ok=result.ok, content=result.for_model(), command=result)
 

@@ -10,6 +10,7 @@ import pytest
 
 from memory import Lesson, MemoryStore, PhaseBudgets
 from orchestrator.build.agent import BuildConfig, Builder
+from orchestrator.build.runs import Run
 from orchestrator.cli import main
 from orchestrator.home import Home
 from orchestrator.llm.backends import register_script
@@ -292,3 +293,31 @@ def test_long_conversations_elide_old_tool_results_but_keep_the_opening_and_the_
     before = [dict(m) for m in messages]
     compact(messages, 60_000)
     assert messages == before  # what fits is left alone
+
+
+BUILDER = "scripted:tests.fakes.improve_policies:sentence_builder"
+
+
+def test_without_a_sandbox_the_build_stops_before_it_starts(home, capsys, tmp_path, monkeypatch):
+    bare = tmp_path / "bare-path"
+    bare.mkdir()
+    monkeypatch.setenv("PATH", str(bare))  # no bwrap to be found
+    assert main(["build", wordfreq.TASK, "--model", BUILDER]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("cadillac: error: bubblewrap")
+    assert "apt-get install bubblewrap" in err and "--unsafe-no-sandbox" in err
+    assert not (Path(home) / "runs").exists()
+
+
+def test_unsafe_no_sandbox_says_so_at_the_start_and_in_the_summary(home, capsys):
+    assert main(["build", wordfreq.TASK, "--model", BUILDER, "--unsafe-no-sandbox"]) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines()[0].startswith("warning: --unsafe-no-sandbox")
+    (run,) = (Path(home) / "runs").iterdir()
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["unsafe_no_sandbox"] is True and summary["status"] == "passed"
+    commands = [e for e in events(Run(Path(home) / "runs", run.name)) if e["kind"] == "command"]
+    assert commands and not any(e["data"]["sandboxed"] for e in commands)
+    sandboxed = Builder.start(Home(home), config(BUILDER), wordfreq.TASK)
+    sandboxed.build()
+    assert json.loads(sandboxed.run.summary_path.read_text())["unsafe_no_sandbox"] is False

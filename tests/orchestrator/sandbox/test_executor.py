@@ -1,4 +1,11 @@
-"""Running the model's shell commands: status, merged output, time limits, caps, env, sandbox."""
+"""Running the model's shell commands: status, output, time limits, caps, and containment.
+
+Half of this file is a hostile command's view of the sandbox: it tries to read secrets
+outside the workspace and from other processes, to print canary variables, to reach host
+Unix sockets and TCP listeners, to allocate past its limit, and to write outside its
+folder. Every such attempt must fail. These tests need bubblewrap; CI installs it and
+fails (it does not skip) when it cannot.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +17,25 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sandbox import executor
-from orchestrator.sandbox.executor import CommandResult, ExecConfig, run_command, scrubbed_env
+from orchestrator.sandbox import policy
+from orchestrator.sandbox.executor import (
+    CommandResult,
+    ExecConfig,
+    SandboxUnavailable,
+    check_sandbox,
+    executor_for,
+    probe,
+    run_command,
+)
 
-HAS_BWRAP = shutil.which("bwrap") is not None
-needs_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap is not installed")
-SANDBOXES = ["none", pytest.param("bwrap", marks=needs_bwrap)]
+SANDBOXES = ["none", "bwrap"]
+CANARY = "cadillac-canary-7f3e"
+
+
+def test_bubblewrap_is_here():
+    """The sandbox tests below are not skipped: without bubblewrap this fails."""
+    assert shutil.which("bwrap"), "install bubblewrap (apt-get install bubblewrap)"
+    assert probe("bwrap")[0] in ("mount", "bind"), probe("bwrap")[1]
 
 
 @pytest.fixture
@@ -85,30 +105,26 @@ def test_for_model_texts():
     timed_out = CommandResult(exit_code=None, timed_out=True, **base).for_model()
     assert timed_out.startswith("timed out after 3 s")
     assert "SIGKILL" in CommandResult(exit_code=-9, timed_out=False, **base).for_model()
+    cpu = CommandResult(exit_code=152, timed_out=False, limit="CPU time limit 2 s", **base)
+    assert cpu.for_model().startswith("killed: CPU time limit 2 s\n")
+    memory = CommandResult(exit_code=1, timed_out=False, limit="memory limit 4 GiB", **base)
+    assert memory.for_model().startswith("exit status 1: memory limit 4 GiB reached\n")
 
 
-def test_timeout_kills_the_command_and_its_children(ws: Path):
-    config = ExecConfig(sandbox="none")
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_timeout_kills_the_command_and_its_children(ws: Path, sandbox: str):
+    marker = f"{30 + os.getpid() % 1000 / 1000:.3f}"  # a sleep length no other process uses
     start = time.monotonic()
     result = run_command(
-        "echo started; sleep 30 & echo $! > child.pid; sleep 30; wait", ws, config, timeout_s=1
+        f"echo started; sleep {marker} & sleep {marker}; wait",
+        ws,
+        ExecConfig(sandbox=sandbox),
+        timeout_s=1,
     )
     assert time.monotonic() - start < 5
     assert result.timed_out and result.exit_code is None and not result.ok
     assert result.output == "started\n"
     assert result.for_model().startswith("timed out after 1 s")
-    child = int((ws / "child.pid").read_text())  # the background sleep
-    assert _wait_until(lambda: _gone(child))
-
-
-@pytest.mark.parametrize("sandbox", SANDBOXES)
-def test_timeout_kills_children_in_every_mode(ws: Path, sandbox: str):
-    marker = f"{30 + os.getpid() % 1000 / 1000:.3f}"  # a sleep length no other process uses
-    config = ExecConfig(sandbox=sandbox)
-    start = time.monotonic()
-    result = run_command(f"sleep {marker} & sleep {marker}; wait", ws, config, timeout_s=1)
-    assert time.monotonic() - start < 5
-    assert result.timed_out
     assert _wait_until(lambda: not _running_with(f"sleep {marker}"))
 
 
@@ -159,46 +175,53 @@ def test_output_under_the_cap_is_whole(ws: Path):
     assert result.output == "y" * 50 + "\n[... 1 bytes cut ...]\n" + "y" * 50
 
 
-def test_scrubbed_env_drops_secrets_and_provider_settings():
+def test_the_environment_is_an_allow_list():
     base = {
         "PATH": "/bin",
         "HOME": "/root",
-        "my_api_key": "1",
-        "GITHUB_TOKEN": "2",
-        "DB_PASSWORD": "3",
-        "GOOGLE_APPLICATION_CREDENTIALS": "4",
-        "OPENAI_BASE_URL": "5",
-        "HF_HOME": "6",
-        "VERTEXAI_PROJECT": "7",
-        "CADILLAC_MODEL": "8",
-        "CADILLAC_API_BASE": "9",
-        "CADILLAC_HOME": "/h",
         "LANG": "C.UTF-8",
+        "LC_ALL": "C",
+        "TERM": "xterm",
+        "DATABASE_URL": "postgres://x",
+        "GH_PAT": "x",
+        "SSH_AUTH_SOCK": "/run/agent",
+        "OPENAI_API_KEY": "x",
+        "CADILLAC_HOME": "/h",
+        "PIP_INDEX_URL": "https://mirror/simple",
+        "PIP_PASSWORD": "x",
+        "NPM_CONFIG_REGISTRY": "https://npm.mirror",
+        "NPM_CONFIG__AUTH": "x",
+        "CARGO_REGISTRIES_X_TOKEN": "x",
+        "GOPROXY": "https://proxy",
     }
-    assert scrubbed_env(base) == {
+    assert policy.command_env(base=base) == {
         "PATH": "/bin",
-        "HOME": "/root",
-        "CADILLAC_HOME": "/h",
         "LANG": "C.UTF-8",
+        "LC_ALL": "C",
+        "TERM": "xterm",
+    }
+    installs = policy.command_env(base=base, package_config=True)
+    assert set(installs) == {
+        "PATH",
+        "LANG",
+        "LC_ALL",
+        "TERM",
+        "PIP_INDEX_URL",
+        "NPM_CONFIG_REGISTRY",
+        "GOPROXY",
     }
 
 
-def test_secrets_never_reach_the_command(ws: Path, monkeypatch: pytest.MonkeyPatch):
-    secrets = [
-        "MY_API_KEY",
-        "GITHUB_TOKEN",
-        "OPENAI_BASE_URL",
-        "SOME_PASSWORD",
-        "ANTHROPIC_API_KEY",
-    ]
-    for name in secrets:
-        monkeypatch.setenv(name, "s3cr3t-value")
-    monkeypatch.setenv("HOME", str(ws))
-    result = run_command("env", ws, ExecConfig(), env={"EXTRA_SETTING": "kept"})
-    names = {line.split("=", 1)[0] for line in result.output.splitlines() if "=" in line}
-    assert not names & set(secrets)
-    assert "s3cr3t-value" not in result.output
-    assert {"PATH", "HOME", "EXTRA_SETTING"} <= names
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_no_user_variable_reaches_a_command(ws: Path, sandbox: str, monkeypatch):
+    names = ["DATABASE_URL", "GH_PAT", "SSH_AUTH_SOCK", "ANTHROPIC_API_KEY", "MY_SETTING"]
+    for name in names:
+        monkeypatch.setenv(name, CANARY)
+    result = run_command("env", ws, ExecConfig(sandbox=sandbox), env={"EXTRA_SETTING": "kept"})
+    seen = dict(line.split("=", 1) for line in result.output.splitlines() if "=" in line)
+    assert CANARY not in result.output and not set(names) & set(seen)
+    assert {"PATH", "HOME", "TMPDIR", "EXTRA_SETTING"} <= set(seen)
+    assert seen["HOME"] != os.environ.get("HOME")
 
 
 def test_path_prefix_comes_first(ws: Path, tmp_path: Path):
@@ -208,84 +231,159 @@ def test_path_prefix_comes_first(ws: Path, tmp_path: Path):
     script.write_text("#!/bin/sh\necho hello from the prefix\n")
     script.chmod(0o755)
     result = run_command('echo "$PATH"; hello-cadillac', ws, ExecConfig(), path_prefix=[tools])
-    first, said = result.output.splitlines()
+    assert "command not found" in result.output  # the folder is not visible in the sandbox ...
+    shown = run_command(
+        'echo "$PATH"; hello-cadillac', ws, ExecConfig(), path_prefix=[tools], visible=[tools]
+    )  # ... until it is named
+    first, said = shown.output.splitlines()
     assert first.split(os.pathsep)[0] == str(tools)
     assert said == "hello from the prefix"
 
 
-def test_bwrap_required_but_missing_is_a_clear_error(ws: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(executor.shutil, "which", lambda name: None)
-    with pytest.raises(RuntimeError, match="bubblewrap is not installed"):
-        run_command("true", ws, ExecConfig(sandbox="bwrap"))
-    assert not run_command("true", ws, ExecConfig(sandbox="auto")).sandboxed
+# ---------------------------------------------------------------------------- fail closed
+def test_without_bubblewrap_nothing_runs_and_the_error_says_what_to_do(ws: Path):
+    config = ExecConfig(bwrap="/nonexistent/bwrap")
+    with pytest.raises(SandboxUnavailable) as caught:
+        check_sandbox(config)
+    message = str(caught.value)
+    assert "\n" not in message and "apt-get install bubblewrap" in message
+    assert "--unsafe-no-sandbox" in message
+    with pytest.raises(SandboxUnavailable):
+        run_command(f"touch {ws}/ran", ws, config)
+    assert not (ws / "ran").exists()
+    check_sandbox(ExecConfig(sandbox="none"))  # said so by the user: no error
+    assert not executor_for(ExecConfig(sandbox="none")).sandboxed
 
 
-@needs_bwrap
-def test_bwrap_writes_only_inside_the_workspace(ws: Path, tmp_path: Path):
-    config = ExecConfig(sandbox="bwrap")
-    (tmp_path / "existing.txt").write_text("original\n")
-    escape = tmp_path / "escape.txt"
-    result = run_command(
-        f"touch {escape}; echo changed > {tmp_path / 'existing.txt'}; touch inside.txt",
-        ws,
-        config,
+def test_a_bubblewrap_that_cannot_make_namespaces_is_refused(ws: Path, tmp_path: Path):
+    broken = tmp_path / "bwrap"
+    broken.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n"
     )
-    assert result.sandboxed
-    assert not escape.exists()
-    assert (tmp_path / "existing.txt").read_text() == "original\n"
-    assert (ws / "inside.txt").exists()
+    broken.chmod(0o755)
+    with pytest.raises(SandboxUnavailable, match="cannot make namespaces"):
+        check_sandbox(ExecConfig(bwrap=str(broken)))
 
 
-@needs_bwrap
-def test_bwrap_writable_paths(ws: Path, tmp_path: Path):
-    extra = tmp_path / "cache"
-    extra.mkdir()
-    result = run_command(
-        f"echo hi > {extra}/note", ws, ExecConfig(sandbox="bwrap"), writable=[extra]
-    )
-    assert result.ok
-    assert (extra / "note").read_text() == "hi\n"
-
-
-@needs_bwrap
-def test_bwrap_network_is_off_unless_asked_for(ws: Path):
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(4)
-        port = server.getsockname()[1]
-        connect = f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
-        config = ExecConfig(sandbox="bwrap")
-        offline = run_command(connect, ws, config, timeout_s=10)
-        assert offline.sandboxed and not offline.ok
-        assert "connected\n" not in offline.output
-        online = run_command(connect, ws, config, timeout_s=10, network=True)
-        assert online.ok, online.output
-        assert online.output == "connected\n"
-
-
-def test_sandbox_none_runs_unsandboxed(ws: Path, tmp_path: Path):
-    result = run_command(f"touch {tmp_path / 'free.txt'}", ws, ExecConfig(sandbox="none"))
-    assert result.ok and not result.sandboxed
-    assert (tmp_path / "free.txt").exists()
-
-
-def test_exec_config_forbids_unknown_fields():
+def test_an_earlier_auto_setting_means_the_sandbox():
+    assert ExecConfig(sandbox="auto").sandbox == "bwrap"
     with pytest.raises(ValueError):
         ExecConfig(timeout=3)
 
 
-@needs_bwrap
-def test_bwrap_sees_programs_under_tmp_and_gives_a_private_tmpdir(ws: Path, tmp_path: Path):
-    """An interpreter or home under /tmp stays visible; scratch files go to a removed TMPDIR."""
-    tool = tmp_path / "bin" / "hello"  # tmp_path itself lives under /tmp
-    tool.parent.mkdir()
-    tool.write_text("#!/bin/sh\necho hello from $0\n")
-    tool.chmod(0o755)
-    script = f"{tool}; python3 -c 'import tempfile; print(tempfile.mkdtemp())'; echo $TMPDIR"
-    result = run_command(script, ws, ExecConfig(sandbox="bwrap"))
-    assert result.ok, result.output
-    lines = result.output.splitlines()
-    assert lines[0] == f"hello from {tool}"
-    scratch, tmpdir = lines[1], lines[2]
-    assert scratch.startswith(tmpdir) and "cadillac-sandbox-" in tmpdir
+def test_unsafe_mode_runs_on_the_host_with_a_private_tmp(ws: Path, tmp_path: Path):
+    result = run_command(
+        f"touch {tmp_path / 'free.txt'}; echo $TMPDIR $HOME", ws, ExecConfig(sandbox="none")
+    )
+    assert result.ok and not result.sandboxed
+    assert (tmp_path / "free.txt").exists()
+    tmpdir, home = result.output.split()
+    assert "cadillac-unsandboxed-" in tmpdir and home.startswith(tmpdir)
     assert not Path(tmpdir).exists()  # removed after the command
+
+
+# ---------------------------------------------------------------------------- containment
+@pytest.fixture
+def secrets_outside(tmp_path: Path, monkeypatch) -> dict[str, Path]:
+    """A user home with an ssh key, a cadillac home beside the workspace, canary variables."""
+    user = tmp_path / "user"
+    (user / ".ssh").mkdir(parents=True)
+    (user / ".ssh" / "id_rsa").write_text(f"{CANARY} ssh key\n")
+    (user / ".npmrc").write_text(f"//registry/:_authToken={CANARY}\n")
+    cadillac_home = tmp_path / "home"
+    (cadillac_home / "runs" / "other" / "workspace").mkdir(parents=True, exist_ok=True)
+    (cadillac_home / "memory.jsonl").write_text(f'{{"trigger": "{CANARY}"}}\n')
+    (cadillac_home / "runs" / "other" / "workspace" / "app.py").write_text(CANARY)
+    monkeypatch.setenv("HOME", str(user))
+    monkeypatch.setenv("OPENAI_API_KEY", f"sk-{CANARY}")
+    monkeypatch.setenv("DATABASE_URL", f"postgres://{CANARY}")
+    return {"user": user, "home": cadillac_home}
+
+
+def test_a_hostile_command_reads_nothing_outside_its_workspace(secrets_outside, tmp_path: Path):
+    ws = secrets_outside["home"] / "runs" / "mine" / "workspace"
+    ws.mkdir(parents=True)
+    user, home = secrets_outside["user"], secrets_outside["home"]
+    attempts = [
+        f"cat {user}/.ssh/id_rsa",
+        f"cat {user}/.npmrc",
+        f"cat {home}/memory.jsonl",
+        f"cat {home}/runs/other/workspace/app.py",
+        "cat /etc/shadow",
+        "cat /etc/gshadow",
+        "ls /etc/ssh",
+        "tr '\\0' '\\n' < /proc/1/environ",
+        "tr '\\0' '\\n' < /proc/$PPID/environ",
+        "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done 2>/dev/null",
+        "env",
+        "ls /run /var/run /sys 2>&1",
+        f"grep -rs {CANARY} /etc /tmp /root /home /var /srv /mnt /run /dev | head -3",
+    ]
+    for command in attempts:
+        result = run_command(command, ws, ExecConfig(), timeout_s=60)
+        assert result.sandboxed
+        assert CANARY not in result.output, (command, result.output[-500:])
+
+
+def test_a_hostile_command_writes_nowhere_but_its_workspace(ws: Path, tmp_path: Path):
+    (tmp_path / "existing.txt").write_text("original\n")
+    result = run_command(
+        f"touch {tmp_path}/escape.txt; echo changed > {tmp_path}/existing.txt; "
+        "touch /usr/x /etc/x /tmp/x; touch inside.txt",
+        ws,
+        ExecConfig(),
+    )
+    assert result.sandboxed
+    assert not (tmp_path / "escape.txt").exists()
+    assert (tmp_path / "existing.txt").read_text() == "original\n"
+    assert (ws / "inside.txt").exists()
+    assert not Path("/tmp/x").exists()  # the sandbox's /tmp is its own
+    extra = tmp_path / "cache"
+    extra.mkdir()
+    named = run_command(f"echo hi > {extra}/note", ws, ExecConfig(), writable=[extra])
+    assert named.ok and (extra / "note").read_text() == "hi\n"
+
+
+def test_a_hostile_command_reaches_no_socket_of_the_host(ws: Path, tmp_path: Path):
+    agent = tmp_path / "agent.sock"
+    with socket.socket(socket.AF_UNIX) as unix, socket.socket() as tcp:
+        unix.bind(str(agent))
+        unix.listen(4)
+        tcp.bind(("127.0.0.1", 0))
+        tcp.listen(4)
+        port = tcp.getsockname()[1]
+        unix_try = f"python3 -c \"import socket; socket.socket(socket.AF_UNIX).connect('{agent}')\""
+        for command in (
+            unix_try,
+            f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected",
+            "ls /run/dbus /var/run/docker.sock /tmp/.X11-unix 2>&1",
+        ):
+            result = run_command(command, ws, ExecConfig(), timeout_s=20)
+            assert result.sandboxed and not result.ok, (command, result.output)
+            assert "connected" not in result.output
+        online = run_command(
+            f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected",
+            ws,
+            ExecConfig(),
+            timeout_s=20,
+            network=True,
+        )
+        assert online.ok and online.output == "connected\n"  # only when cadillac asks (installs)
+
+
+def test_limits_are_enforced_and_said_to_the_model(ws: Path):
+    config = ExecConfig(
+        memory_limit_bytes=512 * 1024**2, cpu_limit_s=1, file_size_limit_bytes=2 * 1024**2
+    )
+    memory = run_command("python3 -c 'b = bytearray(1024**3)'", ws, config, timeout_s=60)
+    assert not memory.ok and memory.limit == "memory limit 512 MiB"
+    assert "memory limit 512 MiB reached" in memory.for_model()
+    cpu = run_command("while :; do :; done", ws, config, timeout_s=30)
+    assert not cpu.timed_out and cpu.limit == "CPU time limit 1 s"
+    assert cpu.for_model().startswith("killed: CPU time limit 1 s")
+    big = run_command("head -c 5000000 /dev/zero > big.bin", ws, config, timeout_s=30)
+    assert big.limit == "file size limit 2 MiB" and (ws / "big.bin").stat().st_size <= 2 * 1024**2
+    files = run_command("ulimit -n; ulimit -u", ws, config)
+    assert files.output.split() == [str(config.open_files_limit), str(config.process_limit)]
+    fine = run_command("python3 -c 'b = bytearray(64 * 1024**2); print(len(b))'", ws, config)
+    assert fine.ok and fine.limit is None

@@ -1,0 +1,156 @@
+"""cadillac's own dependency installs: the one kind of command that runs with the network on.
+
+Nothing the model wrote runs with the network. A project's dependencies are installed by
+commands cadillac builds itself from the dependency files the plan declares, and each
+is built so that no code from the project, nor from what it depends on, runs while the
+network is on:
+
+* ``requirements.txt``: every line must be a plain requirement (a name, extras, version
+  specifiers, an environment marker); options (``-r``, ``-e``, ``--index-url`` ...), URLs
+  and paths are refused with the line named. The requirements are installed as wheels
+  only (``--only-binary=:all:``): a source distribution would run its build code.
+* ``pyproject.toml``: ``[build-system].requires`` and ``[project].dependencies``, checked
+  the same way, installed as wheels; then the project itself, installed editable with the
+  network off (``--no-index --no-build-isolation``), since that runs its build backend.
+* ``setup.py`` without a ``pyproject.toml``: the plan's dependencies as wheels, then the
+  project with the network off.
+* ``package.json``: ``npm ci`` (with a lock file) or ``npm install``, with
+  ``--ignore-scripts`` so no install script runs.
+* ``Cargo.toml``: ``cargo fetch`` (downloads crates; build scripts run only at build time,
+  offline). ``go.mod``: ``go mod download``. Their caches live in the project folder.
+
+:func:`install_steps` turns a project folder into these steps; the caller runs each in
+the sandbox, with the network and the package managers' configuration only where a step
+says so. Dependency files are read without following links (:mod:`orchestrator.sandbox.files`).
+"""
+
+from __future__ import annotations
+
+import shlex
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from orchestrator.sandbox.files import read_text, what_is
+
+DEPENDENCY_FILES = (
+    "requirements.txt",
+    "pyproject.toml",
+    "setup.py",
+    "package.json",
+    "Cargo.toml",
+    "go.mod",
+)
+PIP = "python -m pip install --no-input --disable-pip-version-check"
+WHEELS_ONLY = "--only-binary=:all:"
+OFFLINE_PROJECT = f"{PIP} --no-deps --no-index --no-build-isolation -e ."
+INSTALL_TIMEOUT_S = 900.0
+
+
+class InstallError(Exception):
+    """A dependency file cadillac will not install from; the message is for the model."""
+
+
+@dataclass
+class InstallStep:
+    """One command of an install: what it installs, whether it needs the network."""
+
+    what: str
+    command: str
+    network: bool
+
+
+def requirement(text: str, where: str) -> str:
+    """``text`` as a plain PEP 508 requirement, or an InstallError naming ``where``."""
+    line = text.strip()
+    if line.startswith("-"):
+        raise InstallError(
+            f"{where}: {line!r} is an option; cadillac installs plain requirements only "
+            "(name, extras, version specifiers), from the index this machine is set up for"
+        )
+    try:
+        req = Requirement(line)
+    except InvalidRequirement as exc:
+        raise InstallError(f"{where}: {line!r} is not a requirement ({exc})") from None
+    if req.url:
+        raise InstallError(
+            f"{where}: {line!r} names a URL or path; only requirements from the package "
+            "index are installed"
+        )
+    return str(req)
+
+
+def _requirements_file(path: Path) -> list[str]:
+    out = []
+    for n, raw in enumerate(read_text(path).splitlines(), 1):
+        line = raw.split(" #", 1)[0].strip()
+        if line and not line.startswith("#"):
+            out.append(requirement(line, f"{path.name} line {n}"))
+    return out
+
+
+def _wheels(what: str, requirements: Sequence[str]) -> list[InstallStep]:
+    if not requirements:
+        return []
+    quoted = " ".join(shlex.quote(r) for r in requirements)
+    return [InstallStep(what, f"{PIP} {WHEELS_ONLY} {quoted}", network=True)]
+
+
+def _pyproject(path: Path) -> list[InstallStep]:
+    try:
+        data = tomllib.loads(read_text(path))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InstallError(f"pyproject.toml is not valid TOML: {exc}") from None
+    build = data.get("build-system", {}).get("requires", ["setuptools>=61", "wheel"])
+    deps = data.get("project", {}).get("dependencies", [])
+    if not isinstance(build, list) or not isinstance(deps, list):
+        raise InstallError("pyproject.toml: requires and dependencies must be lists of strings")
+    wanted = [requirement(str(r), "pyproject.toml [build-system] requires") for r in build]
+    wanted += [requirement(str(r), "pyproject.toml [project] dependencies") for r in deps]
+    steps = _wheels("pyproject.toml dependencies", wanted)
+    if "project" in data or what_is(path.parent / "setup.py") is None:
+        steps.append(InstallStep("the project itself", OFFLINE_PROJECT, network=False))
+    return steps
+
+
+def project_env(root: Path) -> dict[str, str]:
+    """What every command of a project gets: its own virtual environment and package caches."""
+    return {
+        "VIRTUAL_ENV": str(root / ".venv"),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PIP_NO_CACHE_DIR": "1",
+        "PIP_ROOT_USER_ACTION": "ignore",
+        "CARGO_HOME": str(root / ".cargo-home"),
+        "GOPATH": str(root / ".gopath"),
+        "GOFLAGS": "-mod=mod",
+    }
+
+
+def install_steps(
+    root: Path, declared: Sequence[str], plan_dependencies: Sequence[str] = ()
+) -> list[InstallStep]:
+    """The install commands for the dependency files of ``root`` that ``declared`` names."""
+    names = {Path(p).as_posix() for p in declared}
+    present = [n for n in DEPENDENCY_FILES if n in names and what_is(root / n) is None]
+    steps: list[InstallStep] = []
+    if "requirements.txt" in present:
+        reqs = _requirements_file(root / "requirements.txt")
+        steps += _wheels("requirements.txt", reqs)
+    if "pyproject.toml" in present:
+        steps += _pyproject(root / "pyproject.toml")
+    elif "setup.py" in present:
+        reqs = [requirement(r, "plan.json dependencies") for r in plan_dependencies]
+        steps += _wheels("the plan's dependencies", reqs)
+        steps.append(InstallStep("the project itself", OFFLINE_PROJECT, network=False))
+    if "package.json" in present:
+        verb = "ci" if what_is(root / "package-lock.json") is None else "install"
+        command = f"npm {verb} --ignore-scripts --no-audit --no-fund"
+        steps.append(InstallStep("package.json", command, network=True))
+    if "Cargo.toml" in present:
+        steps.append(InstallStep("Cargo.toml", "cargo fetch", network=True))
+    if "go.mod" in present:
+        steps.append(InstallStep("go.mod", "go mod download", network=True))
+    return steps

@@ -1,0 +1,221 @@
+"""What a sandboxed command can see: the mounts and the environment, named one by one.
+
+A command the model wrote starts with nothing and is given, by name:
+
+* the system's programs and libraries, read-only: ``/usr``, ``/opt`` and the top-level
+  links into ``/usr`` (``/bin``, ``/lib`` ...), recreated as links;
+* from ``/etc``, only what programs need to run (:data:`ETC`): certificates, name
+  resolution, ``passwd``/``group``, the loader's cache, alternatives, time zone, fonts.
+  Never ``shadow``, ``gshadow``, ssh host keys or anything else not listed;
+* the install directory of each toolchain a build uses (:func:`toolchain_roots`): the
+  interpreter cadillac runs on, and ``node``, ``cargo``, ``go``, ``git`` where they are
+  installed. A pyenv or rustup install under a home is bound by its own directory, never
+  the home around it;
+* the workspace, read-write; a private ``/tmp`` (a tmpfs, gone with the command) holding
+  an empty ``HOME``; a minimal ``/dev`` and a ``/proc`` of its own PID namespace;
+* for cadillac's own dependency installs only (``package_config``): the package managers'
+  configuration files (:data:`PACKAGE_CONFIG`), so installs reach whatever index the
+  machine is set up for. Model-written commands never see them: a ``.npmrc`` or a
+  ``pip.conf`` may hold credentials.
+
+Everything else is invisible: the user's home, the cadillac home (memory, budgets, other
+runs), the matrix and its hidden checks, ``/run`` with every host socket, ``/sys``.
+
+The environment starts empty (:func:`command_env`): ``PATH``, the locale, ``TERM``,
+``TZ``, what cadillac sets itself, and for installs the package managers' settings
+(``PIP_*``, ``NPM_CONFIG_*``, ``CARGO_*``, ``GO*`` proxies), minus any whose name says it
+holds a secret. No provider key, and no other user variable, reaches a command.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+SYSTEM_DIRS = ("/usr", "/opt")
+TOP_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""On a merged-/usr system these are links into /usr; elsewhere real folders, bound read-only."""
+
+ETC = (
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "pki",
+    "crypto-policies",
+    "resolv.conf",
+    "hosts",
+    "host.conf",
+    "nsswitch.conf",
+    "gai.conf",
+    "services",
+    "protocols",
+    "passwd",
+    "group",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "localtime",
+    "timezone",
+    "locale.alias",
+    "mime.types",
+    "magic",
+    "magic.mime",
+    "fonts",
+    "os-release",
+    "debian_version",
+    "lsb-release",
+    "gitconfig",
+)
+"""Entries of /etc a sandboxed program may read; anything not named here is not there."""
+ETC_GLOBS = ("python3*", "java-*")
+"""Per-version configuration of interpreters (Debian's python3.11 sitecustomize, Java)."""
+
+PACKAGE_CONFIG = (
+    "/etc/pip.conf",
+    "/etc/xdg/pip",
+    "/etc/npmrc",
+    "/usr/etc/npmrc",
+)
+"""System-wide package-manager configuration, visible to cadillac's installs only."""
+USER_PACKAGE_CONFIG = (".config/pip/pip.conf", ".pip/pip.conf", ".npmrc")
+"""Per-user package-manager configuration, bound at the same place under the sandbox's HOME."""
+
+SANDBOX_HOME = "/tmp/home"
+TOOLCHAINS = ("node", "npm", "cargo", "rustc", "go", "git")
+
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+BASE_ENV = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ")
+PACKAGE_ENV_PREFIXES = ("PIP_", "NPM_CONFIG_", "CARGO_")
+PACKAGE_ENV_NAMES = frozenset(
+    {"GOPROXY", "GOSUMDB", "GOFLAGS", "GOPRIVATE", "GONOPROXY", "GONOSUMDB", "GOINSECURE"}
+)
+
+
+def _secret(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in SECRET_WORDS)
+
+
+def command_env(
+    extra: Mapping[str, str] | None = None,
+    package_config: bool = False,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of a command: the allow-list of ``base`` (default: os.environ), then
+    what cadillac sets (``extra``, which may also override the allow-list)."""
+    source = os.environ if base is None else base
+    env: dict[str, str] = {}
+    for name, value in source.items():
+        allowed = name in BASE_ENV or name.startswith("LC_")
+        if package_config and not _secret(name):
+            allowed = allowed or name.startswith(PACKAGE_ENV_PREFIXES)
+            allowed = allowed or name in PACKAGE_ENV_NAMES
+        if allowed:
+            env[name] = value
+    env.setdefault("PATH", os.defpath)
+    env.update(extra or {})
+    return env
+
+
+def _under(path: Path, roots: Iterable[str]) -> bool:
+    return any(path == Path(root) or path.is_relative_to(root) for root in roots)
+
+
+def _install_root(program: Path) -> Path:
+    """``/x/y/bin/prog`` -> ``/x/y``; a program not in a ``bin`` folder -> its folder."""
+    folder = program.parent
+    return folder.parent if folder.name == "bin" else folder
+
+
+def toolchain_roots(programs: Sequence[str] = TOOLCHAINS, path: str | None = None) -> list[Path]:
+    """The install folders a build's toolchains need, outside the system folders.
+
+    The interpreter cadillac runs on (its base install, which every workspace's virtual
+    environment links to) always; each of ``programs`` found on ``path``; and, for a
+    rustup install, the rustup toolchains beside it.
+    """
+    found: list[Path] = [Path(os.path.realpath(sys.base_prefix))]
+    base_exe = getattr(sys, "_base_executable", None) or sys.executable
+    found.append(_install_root(Path(os.path.realpath(base_exe))))
+    for name in programs:
+        where = shutil.which(name, path=path)
+        if where is None:
+            continue
+        real = Path(os.path.realpath(where))
+        found.append(_install_root(real))
+        if real.name == "rustup":
+            rustup_home = os.environ.get("RUSTUP_HOME") or str(real.parents[2] / ".rustup")
+            found.append(Path(os.path.realpath(rustup_home)))
+    roots: list[Path] = []
+    for root in found:
+        if root.is_dir() and not _under(root, SYSTEM_DIRS) and root not in roots:
+            if str(root) in ("/", os.path.expanduser("~")):  # never a whole home or disk
+                continue
+            roots.append(root)
+    return roots
+
+
+def toolchain_env(roots: Sequence[Path]) -> dict[str, str]:
+    """Variables a bound toolchain needs to find itself: rustup's home, when it is bound."""
+    rustup = [r for r in roots if r.name == ".rustup"]
+    return {"RUSTUP_HOME": str(rustup[0])} if rustup else {}
+
+
+def _bind(flag: str, path: Path | str) -> list[str]:
+    return [flag, str(path), str(path)]
+
+
+def mounts(
+    workspace: Path,
+    *,
+    proc: str,
+    toolchains: Sequence[Path],
+    visible: Sequence[Path] = (),
+    writable: Sequence[Path] = (),
+    package_config: bool = False,
+    user_home: Path | None = None,
+) -> list[str]:
+    """The bubblewrap arguments that build the sandbox's file system (see the module docstring).
+
+    ``proc`` is ``"mount"`` (a fresh /proc of the sandbox's PID namespace) or ``"bind"``
+    (inside another sandbox, where a fresh proc cannot be mounted: the outer one's).
+    """
+    args: list[str] = []
+    for top in TOP_LINKS:
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += _bind("--ro-bind", top)
+    for folder in SYSTEM_DIRS:
+        if os.path.isdir(folder):
+            args += _bind("--ro-bind", folder)
+    etc = Path("/etc")
+    names = [n for n in ETC if (etc / n).exists()]
+    for pattern in ETC_GLOBS:
+        names += sorted(p.name for p in etc.glob(pattern))
+    for name in names:
+        args += _bind("--ro-bind", etc / name)
+    args += ["--dev", "/dev"]
+    args += ["--proc", "/proc"] if proc == "mount" else _bind("--ro-bind", "/proc")
+    args += ["--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
+    for root in toolchains:
+        args += _bind("--ro-bind", root)
+    if package_config:
+        args += [a for p in PACKAGE_CONFIG if os.path.exists(p) for a in _bind("--ro-bind", p)]
+        home = user_home or Path(os.path.expanduser("~"))
+        for rel in USER_PACKAGE_CONFIG:
+            if (home / rel).is_file():
+                args += ["--ro-bind", str(home / rel), f"{SANDBOX_HOME}/{rel}"]
+        conf = os.environ.get("PIP_CONFIG_FILE")
+        if conf and os.path.isfile(conf):
+            args += _bind("--ro-bind", conf)
+    for path in visible:
+        args += _bind("--ro-bind", Path(path).resolve())
+    args += _bind("--bind", workspace)
+    for path in writable:
+        args += _bind("--bind", Path(path).resolve())
+    return args
