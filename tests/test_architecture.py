@@ -30,7 +30,7 @@ ALLOWED: dict[str, set[str]] = {
         "orchestrator.sandbox",
         "orchestrator.tools",
     },
-    "orchestrator.bench": {CORE, "orchestrator.build", "orchestrator.sandbox"},
+    "orchestrator.bench": {CORE, "phases", "orchestrator.build", "orchestrator.sandbox"},
     "orchestrator.improve": {
         CORE,
         "memory",

@@ -1,9 +1,10 @@
-"""Run a build's hidden acceptance checks and print one JSON line: how many passed.
+"""Run a build's hidden acceptance checks and print one JSON line: which passed, which failed.
 
-A benchmark task is scored by the share of its acceptance checks that pass in the built
-workspace. This script is copied there as ``.cadillac_acceptance.py`` and run by the
-workspace's own Python (``python .cadillac_acceptance.py acceptance``), because the checks
-must import the project exactly as its users would, with the libraries the build installed.
+A benchmark task is scored by the share of its acceptance checks that pass on the built
+project. The scorer (:mod:`orchestrator.bench.scoring`) runs this script from the
+project's folder with the Python of a fresh environment holding the project's declared
+dependencies (``python runner.py CHECKS``), because the checks must import the project
+exactly as its users would.
 
 What this module decides, and why:
 
@@ -53,8 +54,11 @@ class Tally:
     """The checks run so far: how many passed and what failed."""
 
     def __init__(self) -> None:
-        self.passed = 0
+        self.passed: list[str] = []
         self.failures: list[dict[str, str]] = []
+
+    def ok(self, check: str) -> None:
+        self.passed.append(check)
 
     def fail(self, check: str, error: str) -> None:
         self.failures.append({"check": check, "error": error[:ERROR_CHARS]})
@@ -62,10 +66,11 @@ class Tally:
     def report(self) -> dict:
         failed = len(self.failures)
         return {
-            "passed": self.passed,
+            "passed": len(self.passed),
             "failed": failed,
-            "total": self.passed + failed,
+            "total": len(self.passed) + failed,
             "failures": self.failures,
+            "passed_checks": self.passed,
         }
 
 
@@ -194,7 +199,7 @@ def run_function(function, name: str, test_file: Path, limit: TimeLimit, tally: 
     except BaseException:  # noqa: B036 - a check that calls sys.exit fails; it does not end the run
         tally.fail(name, describe(sys.exc_info(), test_file))
     else:
-        tally.passed += 1
+        tally.ok(name)
 
 
 def run_test_case(cls, prefix: str, test_file: Path, limit: TimeLimit, tally: Tally) -> None:
@@ -213,7 +218,7 @@ def run_test_case(cls, prefix: str, test_file: Path, limit: TimeLimit, tally: Ta
         if test_id in result.errors_by_id:
             tally.fail(f"{prefix}::{cls.__name__}::{method}", result.errors_by_id[test_id])
         elif test_id not in result.skipped_ids:
-            tally.passed += 1
+            tally.ok(f"{prefix}::{cls.__name__}::{method}")
     for test_id, text in result.errors_by_id.items():
         if test_id not in started:  # setUpClass or a class skip gone wrong: the class fails once
             tally.fail(f"{prefix}::{cls.__name__}::{test_id.rsplit(' ', 1)[0]}", text)
@@ -243,14 +248,16 @@ def run_file(path: Path, prefix: str, index: int, limit: TimeLimit, tally: Tally
         os.chdir(root)
 
 
-def run_folder(folder: Path, timeout_s: float) -> Tally:
-    """Run every ``test_*.py`` under ``folder``, in sorted order."""
+def run_folders(folders: list[Path], timeout_s: float) -> Tally:
+    """Run every ``test_*.py`` under each folder, folder after folder, in sorted order."""
     tally = Tally()
-    files = sorted(folder.rglob("test_*.py"))
+    index = 0
     with TimeLimit(timeout_s) as limit:
-        for index, path in enumerate(files):
-            prefix = path.relative_to(folder).as_posix()
-            run_file(path.resolve(), prefix, index, limit, tally)
+        for folder in folders:
+            for path in sorted(folder.rglob("test_*.py")):
+                prefix = path.relative_to(folder).as_posix()
+                run_file(path.resolve(), prefix, index, limit, tally)
+                index += 1
     return tally
 
 
@@ -271,7 +278,9 @@ def quiet_fd1():
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run acceptance checks; print one JSON line.")
-    parser.add_argument("folder", help="folder of test_*.py files, relative to the workspace")
+    parser.add_argument(
+        "folders", nargs="+", help="folders of test_*.py files, run in the order given"
+    )
     parser.add_argument(
         "--check-timeout",
         type=float,
@@ -279,9 +288,10 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds each check may take (default: %(default)s)",
     )
     args = parser.parse_args(argv)
-    folder = Path(args.folder)
-    if not folder.is_dir():
-        print(f"no such folder: {folder}", file=sys.stderr, flush=True)
+    folders = [Path(f) for f in args.folders]
+    missing = [f for f in folders if not f.is_dir()]
+    if missing:
+        print(f"no such folder: {missing[0]}", file=sys.stderr, flush=True)
         print(json.dumps(Tally().report()), flush=True)
         return 2
     root = os.getcwd()
@@ -290,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     captured = io.StringIO()
     with quiet_fd1() as real_stdout:
         with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
-            tally = run_folder(folder, args.check_timeout)
+            tally = run_folders(folders, args.check_timeout)
         os.chdir(root)
         report = tally.report()
         real_stdout.write(json.dumps(report) + "\n")

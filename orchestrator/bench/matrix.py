@@ -2,11 +2,11 @@
 
 A matrix is a folder of tasks, each a folder with ``task.toml`` (id, prompt,
 tags, split, weight, timeout_s) and ``acceptance/`` (test files the model
-never sees). A build that reaches the validate phase is scored by copying the
-acceptance folder into its workspace and running the standard-library runner
-(``orchestrator/bench/acceptance_runner.py``) with the workspace's own Python: the
-score is the share of acceptance checks that pass. A build that crashes or
-fails before validate scores 0. The matrix score is the weighted mean of the
+never sees). A build that reaches the validate phase is scored outside its
+workspace, in a fresh copy with a fresh environment (:mod:`orchestrator.bench.scoring`):
+the score is the share of acceptance checks that pass, 0 when the scoring found the
+results tampered with or could not read them. A build that crashes or fails before
+validate scores 0. The matrix score is the weighted mean of the
 tasks' mean scores; cost, tokens and time are reported beside it, never in it.
 
 Builds run ``jobs`` at a time in threads (a build mostly waits on the model
@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from orchestrator.bench.results import MatrixResults, TaskRun, summarise
-from orchestrator.bench.scoring import score_workspace
+from orchestrator.bench.scoring import score_build
 from orchestrator.bench.tasks import DEFAULT_MATRIX, MatrixTask, load_matrix
 from orchestrator.build.agent import BuildConfig, Builder
 from orchestrator.build.learning import DeferredLearning, HomeLearning
@@ -55,10 +55,15 @@ def run_one(
     out.tokens = summary.tokens_in + summary.tokens_out
     out.reached_validate = any(p.phase == "validate" for p in summary.phases)
     if out.reached_validate:
-        passed, total, failures = score_workspace(task, builder.run.workspace, config)
-        out.checks_passed, out.checks_total = passed, total
-        out.score = passed / total if total else 0.0
-        out.failure = failures
+        scored = score_build(
+            task,
+            builder.run.workspace,
+            builder.run.dir / "scoring",
+            config.executor,
+            home.root / ".cache",
+        )
+        out.checks_passed, out.checks_total = scored.passed, scored.total
+        out.score, out.verdict, out.failure = scored.score, scored.verdict, scored.failures
     else:
         out.failure = summary.reason
     failed = next((p for p in summary.phases if p.outcome != "passed"), None)

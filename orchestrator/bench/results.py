@@ -22,6 +22,8 @@ class TaskRun(BaseModel):
     checks_passed: int = 0
     checks_total: int = 0
     score: float = 0.0
+    verdict: str = "not_scored"
+    """How scoring went: scored, tampered, broken, or not_scored (failed before validate)."""
     failure: str = ""
     """The phase that failed and why, or the failing acceptance checks."""
     failed_phase: str | None = None

@@ -1,45 +1,207 @@
-"""Scoring one build: its hidden checks, copied in after the build, run by its own Python.
+"""Scoring one build by its hidden checks, without trusting anything in its workspace.
 
-The acceptance folder of the task is copied into the workspace, with the
-standard-library runner (:mod:`orchestrator.bench.acceptance_runner`), and the task's
-acceptance command runs in the sandbox with the workspace's virtual environment first
-on ``PATH``. The runner's last JSON line gives the checks passed and their total.
+The workspace is the model's: any file in it, its ``.venv`` included, may be a forgery.
+So a build is scored elsewhere, from scratch:
+
+1. the project's regular files (not ``.venv``, caches or VCS folders; links and special
+   files are never followed, only listed) are copied into a fresh scoring folder the
+   model never saw (:func:`orchestrator.sandbox.files.copy_tree`);
+2. a fresh virtual environment is made there from cadillac's own interpreter, and the
+   dependency files the plan declares are installed into it by cadillac's own install
+   commands (:mod:`orchestrator.sandbox.installs`);
+3. the hidden checks and the standard-library runner are copied into the scoring folder
+   beside the project, not into it, and are bound read-only into the sandbox: the
+   project's code cannot change them;
+4. two checks are added under random names (:class:`Canaries`), run after all the hidden
+   checks (so after the project's code was imported and could have meddled): one that
+   must pass and one that must fail;
+5. the runner runs in the sandbox, without the network, from the project's folder.
+
+The verdict: ``scored`` when the runner's last JSON line reads and the canaries came out
+as they must; ``tampered`` (score 0) when the must-fail check passed or the must-pass
+check failed, i.e. something rewrote the results; ``broken`` (score 0) when no result
+could be read or the project could not be set up (no valid plan, an install that fails).
+A build that is broken or tampered fails its own task only, with the reason.
+
+What the canaries cannot catch: the project's code runs in the runner's process, so a
+forgery that digs the canaries' names out of memory and spares them could pass. They
+catch the forgeries that rewrite or replace the results wholesale; the rest of the
+judge (a copy, a fresh environment, read-only checks, no network) does not depend on them.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-from orchestrator.bench.tasks import ACCEPTANCE_DIR, RUNNER_NAME, MatrixTask
-from orchestrator.build.agent import BuildConfig
-from orchestrator.sandbox.executor import run_command
+from pydantic import BaseModel
+
+from orchestrator.bench.tasks import MatrixTask
+from orchestrator.sandbox.executor import ExecConfig, run_command
+from orchestrator.sandbox.files import copy_tree
+from orchestrator.sandbox.installs import (
+    INSTALL_TIMEOUT_S,
+    InstallError,
+    install_steps,
+    project_env,
+)
+from orchestrator.sandbox.venvs import make_venv
+from phases.base import PlanError, load_plan
 
 RUNNER = Path(__file__).resolve().parent / "acceptance_runner.py"
+SKIP_DIRS = frozenset(
+    {
+        ".venv",
+        "__pycache__",
+        ".git",
+        "node_modules",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".tox",
+        ".cargo-home",
+        ".gopath",
+        "target",
+    }
+)
+CHECKS_TIMEOUT_S = 600.0
+Verdict = Literal["scored", "tampered", "broken"]
 
 
-def score_workspace(task: MatrixTask, workspace: Path, build: BuildConfig) -> tuple[int, int, str]:
-    """Copy the hidden checks in and run them with the workspace's Python: passed, total, why."""
-    shutil.copytree(task.dir / "acceptance", workspace / ACCEPTANCE_DIR, dirs_exist_ok=True)
-    shutil.copy(RUNNER, workspace / RUNNER_NAME)
-    venv_bin = workspace / ".venv" / "bin"
+class Score(BaseModel):
+    """What scoring one build found."""
+
+    verdict: Verdict
+    passed: int = 0
+    """Hidden checks that passed (the canaries not counted)."""
+    total: int = 0
+    failures: str = ""
+    """The first failing checks, or why the build is broken or tampered."""
+    skipped: list[str] = []
+    """Files of the workspace that were not copied (links, special files, oversized)."""
+
+    @property
+    def score(self) -> float:
+        return self.passed / self.total if self.verdict == "scored" and self.total else 0.0
+
+
+@dataclass
+class Canaries:
+    """A file of two checks with random names: ``good`` must pass, ``bad`` must fail."""
+
+    file: str
+    good: str
+    bad: str
+
+    @classmethod
+    def new(cls) -> Canaries:
+        return cls(
+            f"test_{secrets.token_hex(4)}.py",
+            f"test_{secrets.token_hex(4)}",
+            f"test_{secrets.token_hex(4)}",
+        )
+
+    def source(self) -> str:
+        return (
+            f"def {self.good}():\n    assert sorted([3, 1, 2]) == [1, 2, 3]\n\n\n"
+            f"def {self.bad}():\n    assert sorted([3, 1, 2]) == [3, 2, 1]\n"
+        )
+
+    def judge(self, report: dict) -> str:
+        """Why the report cannot be true ("" when the canaries came out right)."""
+        good, bad = f"{self.file}::{self.good}", f"{self.file}::{self.bad}"
+        failed = {f.get("check") for f in report.get("failures", []) if isinstance(f, dict)}
+        passed = set(report.get("passed_checks", []))
+        if bad in passed or bad not in failed:
+            return "a check that must fail was reported as passing"
+        if good in failed or good not in passed:
+            return "a check that must pass was reported as failing"
+        return ""
+
+
+def score_build(
+    task: MatrixTask, workspace: Path, folder: Path, executor: ExecConfig, cache_dir: Path | None
+) -> Score:
+    """Score the project in ``workspace`` against ``task``'s hidden checks, in ``folder``."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    project = folder / "project"
+    copied = copy_tree(workspace, project, skip_dirs=SKIP_DIRS)
+    broken = _set_up(project, executor, cache_dir)
+    if broken:
+        return Score(verdict="broken", failures=broken, skipped=copied.skipped)
+    checks, last = folder / "checks", folder / "last"
+    shutil.copytree(task.dir / "acceptance", checks)
+    last.mkdir()
+    canaries = Canaries.new()
+    (last / canaries.file).write_text(canaries.source(), encoding="utf-8")
+    runner = folder / "runner.py"
+    shutil.copy(RUNNER, runner)
     result = run_command(
-        task.acceptance_command,
-        workspace,
-        build.executor,
-        timeout_s=600,
-        path_prefix=[venv_bin],
-        env={"VIRTUAL_ENV": str(venv_bin.parent)},
+        f"python {runner} {checks} {last}",
+        project,
+        executor,
+        timeout_s=CHECKS_TIMEOUT_S,
+        path_prefix=[project / ".venv" / "bin"],
+        env=project_env(project),
+        visible=[checks, last, runner],
     )
-    for line in reversed(result.output.strip().splitlines()):
+    report = _last_report(result.output)
+    if report is None:
+        why = f"the acceptance runner printed no result: {result.for_model()[-300:]}"
+        return Score(verdict="broken", failures=why, skipped=copied.skipped)
+    tampered = canaries.judge(report)
+    if tampered:
+        return Score(verdict="tampered", failures=tampered, skipped=copied.skipped)
+    failures = [
+        f for f in report.get("failures", []) if not str(f.get("check")).startswith(canaries.file)
+    ]
+    return Score(
+        verdict="scored",
+        passed=int(report.get("passed", 0)) - 1,
+        total=int(report.get("total", 0)) - 2,
+        failures="; ".join(f"{f['check']}: {str(f.get('error'))[:120]}" for f in failures[:5]),
+        skipped=copied.skipped,
+    )
+
+
+def _set_up(project: Path, executor: ExecConfig, cache_dir: Path | None) -> str:
+    """A fresh environment with the declared dependencies; "" or why it cannot be made."""
+    try:
+        plan = load_plan(project)
+        steps = install_steps(project, plan.files, plan.dependencies)
+    except (PlanError, InstallError, OSError, UnicodeDecodeError) as exc:
+        return f"the project cannot be set up: {exc}"
+    failed = make_venv(project / ".venv", cache_dir)
+    if failed:
+        return failed
+    for step in steps:
+        done = run_command(
+            step.command,
+            project,
+            executor,
+            timeout_s=INSTALL_TIMEOUT_S,
+            path_prefix=[project / ".venv" / "bin"],
+            env=project_env(project),
+            network=step.network,
+            package_config=step.network,
+        )
+        if not done.ok:
+            return f"installing {step.what} failed: {done.for_model()[-300:]}"
+    return ""
+
+
+def _last_report(output: str) -> dict | None:
+    for line in reversed(output.strip().splitlines()):
         try:
             report = json.loads(line)
         except ValueError:
             continue
-        if isinstance(report, dict) and "total" in report:
-            failures = "; ".join(
-                f"{f['check']}: {f['error'][:120]}" for f in report.get("failures", [])[:5]
-            )
-            return int(report.get("passed", 0)), int(report["total"]), failures
-    return 0, 0, f"the acceptance runner printed no result: {result.for_model()[-300:]}"
+        if isinstance(report, dict) and isinstance(report.get("total"), int):
+            return report
+    return None

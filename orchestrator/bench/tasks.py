@@ -17,8 +17,6 @@ from orchestrator import SOURCE_ROOT
 from orchestrator.errors import CadillacError
 
 DEFAULT_MATRIX = SOURCE_ROOT / "matrices" / "default"
-RUNNER_NAME = ".cadillac_acceptance.py"
-ACCEPTANCE_DIR = ".acceptance"
 Split = Literal["train", "holdout"]
 
 
@@ -33,8 +31,6 @@ class MatrixTask(BaseModel):
     split: Split = "train"
     weight: float = Field(default=1.0, gt=0)
     timeout_s: float = Field(default=1800.0, gt=0)
-    acceptance_command: str = f"python {RUNNER_NAME} {ACCEPTANCE_DIR}"
-    """Must print the runner's JSON line last: {"passed", "failed", "total", ...}."""
     _dir: Path = PrivateAttr()
 
     @property

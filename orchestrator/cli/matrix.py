@@ -54,6 +54,8 @@ def matrix_run(args: argparse.Namespace) -> int:
     def progress(run) -> None:
         if not args.json:
             checks = f"{run.checks_passed}/{run.checks_total} checks" if run.checks_total else ""
+            if run.verdict in ("tampered", "broken"):
+                checks = f"{run.verdict.upper()}: {run.failure[:80]}"
             output.err().print(
                 f"{run.task_id} #{run.repeat + 1}: score {run.score:.2f} {checks} "
                 f"({run.status}, {run.seconds:.0f} s) {run.run_id}"
@@ -72,10 +74,25 @@ def matrix_run(args: argparse.Namespace) -> int:
     if args.json:
         print(results.model_dump_json(indent=2))
         return 0
-    columns = ("task", "split", "weight", "mean", "spread", "runs", "cost", "tokens", "time/build")
-    table = output.table(f"matrix {results.id}: {matrix}", columns, right=columns[2:])
+    columns = (
+        "task",
+        "split",
+        "weight",
+        "mean",
+        "spread",
+        "runs",
+        "cost",
+        "tokens",
+        "time/build",
+        "flags",
+    )
+    table = output.table(f"matrix {results.id}: {matrix}", columns, right=columns[2:9])
     for t in results.tasks:
         cost = "-" if t.cost_usd is None else f"${t.cost_usd:.3f}"
+        verdicts = [r.verdict for r in results.runs if r.task_id == t.task_id]
+        flags = ", ".join(
+            f"{verdicts.count(v)} {v}" for v in ("tampered", "broken") if v in verdicts
+        )
         table.add_row(
             t.task_id,
             t.split,
@@ -86,8 +103,15 @@ def matrix_run(args: argparse.Namespace) -> int:
             cost,
             f"{t.tokens:,}",
             f"{t.seconds:.0f} s",
+            flags or "-",
         )
     output.out().print(table)
+    for run in results.runs:
+        if run.verdict in ("tampered", "broken"):
+            output.out().print(
+                f"[bold red]{run.verdict}[/]: {run.task_id} #{run.repeat + 1} "
+                f"({run.run_id}): {run.failure}"
+            )
 
     def fmt(x):
         return "-" if x is None else f"{x:.3f}"

@@ -7,7 +7,10 @@ Three kinds of weakness are read from a matrix's results and its runs' events:
 * ``acceptance``: a hidden check that failed in builds that reached validate;
   signature ``acceptance:<task>:<check>``;
 * ``tool``: the same tool error repeated (three times or more in a run);
-  signature ``tool:<tool>:<first words of the error>``.
+  signature ``tool:<tool>:<first words of the error>``;
+* ``scoring``: builds whose scoring found them tampered with or broken (a project that
+  cannot be set up from its declared dependencies, say); signature
+  ``scoring:<task>:<verdict>``.
 
 Each weakness has a stable id derived from its signature (the same failure in
 a later cycle has the same id, so rejected attempts can be remembered against
@@ -55,7 +58,7 @@ def _targets(phase: str | None, kind: str) -> list[str]:
     files = []
     if phase in PHASES:
         files += [f"phases/{phase}.md", f"phases/{phase}.py"]
-    if kind == "acceptance":
+    if kind in ("acceptance", "scoring"):
         files += ["phases/build.md", "phases/validate.md", "phases/plan.md"]
     if kind == "tool":
         files += ["orchestrator/tools/box.py"]
@@ -96,7 +99,10 @@ def find_weaknesses(results: MatrixResults, runs_dir: Path) -> list[Weakness]:
         lost = (1.0 - run.score) * share
         if run.score >= 1.0:
             continue
-        if not run.reached_validate:
+        if run.verdict in ("tampered", "broken"):
+            signature = f"scoring:{run.task_id}:{run.verdict}"
+            hit(signature, "scoring", None, run.task_id, lost, f"{run.run_id}: {run.failure}")
+        elif not run.reached_validate:
             phase = run.failed_phase or "build"
             signature = f"phase:{phase}:{run.phase_outcome or run.status}"
             hit(signature, "phase", phase, run.task_id, lost, f"{run.run_id}: {run.failure}")

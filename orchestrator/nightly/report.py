@@ -132,6 +132,9 @@ def night_facts(folder: Path) -> dict[str, Any]:
         "train": baseline.get("train_score"),
         "holdout": baseline.get("holdout_score"),
         "baseline": baseline,
+        "flagged": [
+            run for run in baseline.get("runs", []) if run.get("verdict") in ("tampered", "broken")
+        ],
         "iterations": iterations,
         "tokens": tokens,
         "cost": cost,

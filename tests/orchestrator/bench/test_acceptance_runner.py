@@ -112,6 +112,8 @@ def test_counts_every_kind_of_check(tmp_path: Path) -> None:
     }
     # passing: 2 unittest methods, test_passes, the noisy test, test_after_the_slow_one
     assert (report["passed"], report["failed"], report["total"]) == (5, 4, 9)
+    assert len(report["passed_checks"]) == 5 and not set(report["passed_checks"]) & failed
+    assert "test_plain.py::test_passes" in report["passed_checks"]
     assert code == 1
     assert stdout.strip().count("\n") == 0  # the checks' output never reaches stdout
 
@@ -137,7 +139,7 @@ def test_all_passing_exits_zero(tmp_path: Path) -> None:
 def test_missing_folder_exits_two(tmp_path: Path) -> None:
     code, report, _ = _run(_workspace(tmp_path), "no_such_folder")
     assert code == 2
-    assert report == {"passed": 0, "failed": 0, "total": 0, "failures": []}
+    assert report == {"passed": 0, "failed": 0, "total": 0, "failures": [], "passed_checks": []}
 
 
 def test_empty_folder_is_not_a_pass(tmp_path: Path) -> None:

@@ -78,11 +78,13 @@ def test_builds_are_scored_by_the_share_of_hidden_checks_and_memory_has_one_writ
     assert weaknesses[0].cost == pytest.approx(0.5 / 3, abs=1e-5)
     assert "phases/build.md" in weaknesses[0].targets
 
-    # the hidden checks were copied in after the build: the model never saw a word of them
+    # the hidden checks ran beside a copy of the project: the model never saw a word of them
     for run in results.runs:
-        sent = (Path(home) / "runs" / run.run_id / "llm.jsonl").read_text()
-        assert "test_numbers_inside_text_are_skipped" not in sent and ".acceptance" not in sent
-        assert (Path(home) / "runs" / run.run_id / "workspace" / ".acceptance").is_dir()
+        folder = Path(home) / "runs" / run.run_id
+        sent = (folder / "llm.jsonl").read_text()
+        assert "test_numbers_inside_text_are_skipped" not in sent and "acceptance" not in sent
+        assert run.verdict == "scored" and (folder / "scoring" / "checks").is_dir()
+        assert not list((folder / "workspace").rglob("test_wordfreq_*.py"))
 
 
 def test_without_learning_the_home_is_left_as_it_was(home):

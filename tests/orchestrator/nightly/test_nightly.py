@@ -261,3 +261,28 @@ def test_text_from_the_records_cannot_inject_markup_into_the_report(home, capsys
     assert "&lt;img src=x onerror=alert(3)&gt;" in page
     assert '<span class="add">+&lt;script&gt;alert(4)&lt;/script&gt;</span>' in page
     assert hostile in (night / "report.md").read_text()  # Markdown is text; a viewer escapes it
+
+
+def test_builds_the_judge_scored_0_are_named_in_the_report(home, capsys):
+    night = Path(home) / "runs" / "nightly-2026-01-03"
+    (night / "improve").mkdir(parents=True)
+    record = {"date": "2026-01-03", "status": "finished", "started": 1.0, "ended": 2.0}
+    (night / "nightly.json").write_text(json.dumps(record))
+    run = {"task_id": "calc", "repeat": 0, "run_id": "r1", "score": 0.0}
+    baseline = {
+        "runs": [
+            {
+                **run,
+                "verdict": "tampered",
+                "failure": "a check that must fail was reported as passing",
+            },
+            {**run, "repeat": 1, "run_id": "r2", "verdict": "scored", "score": 1.0},
+        ],
+        "train_score": 0.5,
+    }
+    (night / "improve" / "baseline.json").write_text(json.dumps(baseline))
+    assert main(["report"]) == 0
+    for name in ("report.html", "report.md"):
+        text = (night / name).read_text()
+        assert "tampered" in text and "calc #1 (r1)" in text and "must fail" in text
+        assert "r2" not in text.split("judge")[1][:400]
