@@ -3,11 +3,13 @@
 ``MemoryStore`` holds the lessons of a memory.jsonl (recall, dedup,
 reinforcement); ``PhaseBudgets`` holds phase_budgets.jsonl (record a finished
 phase, compute the next build's budgets). Both files are plain JSONL shared
-safely between processes (:mod:`memory.jsonl`).
+safely between processes (:mod:`memory.jsonl`); a write that cannot be made
+(a read-only file, a folder where no temporary file can be made) raises
+``ReadOnlyFile`` or ``RewriteFailed``, both ``OSError``s, and changes nothing.
 """
 
 from memory.budgets import Budget, BudgetRow, PhaseBudgets
-from memory.jsonl import CorruptLineWarning
+from memory.jsonl import CorruptLineWarning, ReadOnlyFile, RewriteFailed
 from memory.lesson import LESSON_TYPES, Lesson
 from memory.prompt import format_for_prompt
 from memory.recall import SCORERS, Recalled, ScoreParts
@@ -26,7 +28,9 @@ __all__ = [
     "MemoryStats",
     "MemoryStore",
     "PhaseBudgets",
+    "ReadOnlyFile",
     "Recalled",
+    "RewriteFailed",
     "ScoreParts",
     "format_for_prompt",
     "infer_tags_from_text",

@@ -79,6 +79,10 @@ class PhaseBudgets:
     def path(self):
         return self.file.path
 
+    def close(self) -> None:
+        """Release the history file's descriptor (see :mod:`memory.jsonl`); reads reopen it."""
+        self.file.close()
+
     def rows(self) -> list[BudgetRow]:
         self.file.refresh()
         return list(self.file.records)

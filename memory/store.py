@@ -7,6 +7,14 @@ file's lock after reading what other processes wrote, so concurrent writers
 lose nothing. Lessons read from the file are shared objects: treat what
 ``all``, ``get`` and ``recall`` return as read-only.
 
+A store never serves, and never writes back, a lesson another process forgot:
+the file keeps the descriptor of the file it read, so a replaced file is always
+noticed, even where the file system gives the replacement the old inode number
+(:mod:`memory.jsonl`). That descriptor is the one resource a store holds;
+``close()`` releases it (a later read opens the file again), as does dropping
+the store. A write to a read-only memory file raises
+:class:`memory.jsonl.ReadOnlyFile` (a ``PermissionError``) and changes nothing.
+
 Reinforcement, as the seed has it: ``boost_confidence`` adds 0.1 (capped at 1)
 and one use to each lesson a successful build applied; ``penalize_backfired``
 takes 0.1 (floored at 0) from each applied lesson whose trigger terms mostly
@@ -80,6 +88,11 @@ class MemoryStore:
     @property
     def path(self):
         return self.file.path
+
+    def close(self) -> None:
+        """Release the memory file's descriptor; the store stays usable (it reads anew)."""
+        self.file.close()
+        self._index = None
 
     # ------------------------------------------------------------------ sync
     def _sync(self, locked: bool = False) -> LessonIndex:

@@ -176,3 +176,54 @@ def test_unchanged_file_is_not_read_again(corpus_home):
     first = store.all()
     store.recall("flask sqlite")
     assert all(a is b for a, b in zip(first, store.all(), strict=True))
+
+
+# ---------------------------------------------------------------- the file itself
+def test_a_read_only_memory_refuses_every_write_and_keeps_serving_the_file(home):
+    path = home / "memory.jsonl"
+    store = MemoryStore(path)
+    a = store.save(lesson("sqlite database is locked under load", confidence=0.5))
+    b = store.save(lesson("vite dev server port already in use"))
+    path.chmod(0o444)  # root honours it too
+    before = path.read_bytes()
+    attempts = [
+        lambda: store.forget(a.id),
+        lambda: store.boost_confidence([a.id]),
+        lambda: store.penalize_backfired([a.id], "sqlite database is locked"),
+        lambda: store.save(lesson("sqlite database is locked under load")),  # a merge: rewrite
+        lambda: store.save(lesson("a brand new lesson about cargo features")),  # an append
+    ]
+    for attempt in attempts:
+        with pytest.raises(PermissionError, match="read-only") as caught:
+            attempt()
+        assert "\n" not in str(caught.value) and str(path) in str(caught.value)
+        assert path.read_bytes() == before
+    assert [x.id for x in store.all()] == [a.id, b.id]
+    assert store.get(a.id).confidence == 0.5 and store.get(a.id).used == 0  # nothing half-done
+    assert [r.lesson.id for r in store.recall("sqlite database locked")][:1] == [a.id]
+
+
+def test_a_symlinked_memory_stays_a_link_after_forget_and_boost(home, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (home / "memory.jsonl").symlink_to(shared / "memory.jsonl")
+    store = MemoryStore(home / "memory.jsonl")
+    a = store.save(lesson("docker layer cache busted by copy order"))
+    b = store.save(lesson("pnpm workspace hoisting breaks jest"))
+    store.forget(a.id)
+    store.boost_confidence([b.id])
+    assert (home / "memory.jsonl").is_symlink()
+    assert [r["id"] for r in file_rows(shared / "memory.jsonl")] == [b.id]
+    assert MemoryStore(shared / "memory.jsonl").get(b.id).used == 1
+
+
+def test_a_memory_file_that_starts_with_a_byte_order_mark_loses_no_lesson(home):
+    path = home / "memory.jsonl"
+    rows = [lesson("first lesson after the mark"), lesson("second lesson in the file")]
+    path.write_bytes(b"\xef\xbb\xbf" + b"".join(x.model_dump_json().encode() + b"\n" for x in rows))
+    store = MemoryStore(path)
+    assert [x.trigger for x in store.all()] == [x.trigger for x in rows]
+    assert not store.file.rejected
+    store.boost_confidence([store.all()[0].id])
+    assert not path.read_bytes().startswith(b"\xef\xbb\xbf")
+    assert [r["trigger"] for r in file_rows(path)] == [x.trigger for x in rows]
