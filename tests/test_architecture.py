@@ -38,6 +38,7 @@ ALLOWED: dict[str, set[str]] = {
         "orchestrator.bench",
         "orchestrator.build",
         "orchestrator.llm",
+        "orchestrator.sandbox",
     },
     "orchestrator.nightly": {
         CORE,

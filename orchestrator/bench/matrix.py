@@ -36,9 +36,15 @@ from orchestrator.home import Home
 
 
 def run_one(
-    home: Home, task: MatrixTask, repeat: int, build: BuildConfig, learning: DeferredLearning
+    home: Home,
+    task: MatrixTask,
+    repeat: int,
+    build: BuildConfig,
+    learning: DeferredLearning,
+    score: bool = True,
 ) -> TaskRun:
-    """One build of one task, scored."""
+    """One build of one task, scored (unless ``score`` is False: an improve trial's builds
+    are scored by the cycle, with checks the trial never sees)."""
     config = build.model_copy(update={"max_seconds": task.timeout_s})
     out = TaskRun(task_id=task.id, repeat=repeat)
     started = time.time()
@@ -54,17 +60,21 @@ def run_one(
     out.cost_usd = summary.cost_usd
     out.tokens = summary.tokens_in + summary.tokens_out
     out.reached_validate = any(p.phase == "validate" for p in summary.phases)
-    if out.reached_validate:
-        scored = score_build(
-            task,
-            builder.run.workspace,
-            builder.run.dir / "scoring",
-            config.executor,
-            home.root / ".cache",
-        )
-        out.checks_passed, out.checks_total = scored.passed, scored.total
-        out.score, out.verdict, out.failure = scored.score, scored.verdict, scored.failures
-    else:
+    if out.reached_validate and score:
+        try:
+            scored = score_build(
+                task,
+                builder.run.workspace,
+                builder.run.dir / "scoring",
+                config.executor,
+                home.root / ".cache",
+            )
+        except Exception as exc:  # whatever the workspace holds, it fails this task alone
+            out.verdict, out.failure = "broken", f"the build could not be scored: {exc}"[:500]
+        else:
+            out.checks_passed, out.checks_total = scored.passed, scored.total
+            out.score, out.verdict, out.failure = scored.score, scored.verdict, scored.failures
+    elif not out.reached_validate:
         out.failure = summary.reason
     failed = next((p for p in summary.phases if p.outcome != "passed"), None)
     if failed is not None:
@@ -82,9 +92,12 @@ def run_matrix(
     jobs: int = 1,
     learn: bool = True,
     on_result: Callable[[TaskRun], None] | None = None,
+    score: bool = True,
 ) -> MatrixResults:
     """Run the matrix (see the module docstring); results are also written to disk."""
-    tasks = [t for t in load_matrix(matrix) if split == "all" or t.split == split]
+    tasks = [
+        t for t in load_matrix(matrix, require_checks=score) if split == "all" or t.split == split
+    ]
     if not tasks:
         raise CadillacError(f"matrix {matrix} has no {split} tasks")
     results = MatrixResults(
@@ -100,7 +113,7 @@ def run_matrix(
     deferred, target = DeferredLearning(), HomeLearning(home) if learn else None
     work = [(task, r) for r in range(repeats) for task in tasks]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(run_one, home, task, r, build, deferred) for task, r in work]
+        futures = [pool.submit(run_one, home, task, r, build, deferred, score) for task, r in work]
         for future in as_completed(futures):
             run = future.result()
             results.runs.append(run)

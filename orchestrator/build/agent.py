@@ -23,6 +23,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory import MemoryStore, PhaseBudgets, format_for_prompt
@@ -66,6 +67,10 @@ class BuildConfig(BaseModel):
     """Ask the model for lessons after every phase."""
     context_chars: int = Field(default=240_000, ge=10_000)
     """When a phase's conversation grows past this, older tool results are elided."""
+
+
+class NothingToResume(CadillacError):
+    """The run to resume already passed; resuming it would only repeat its learning."""
 
 
 class CostLimitReached(CadillacError):
@@ -147,6 +152,8 @@ class Builder:
         """The last failure the model saw (a check's or the model's), for penalties."""
         self.started = time.time()
         self.base_seconds = self.summary.seconds
+        self.lock: FileLock | None = None
+        """The run's lock, once taken (resume takes it first: a live run is not resumed)."""
 
     @staticmethod
     def preflight(config: BuildConfig) -> None:
@@ -170,10 +177,25 @@ class Builder:
     def resume(cls, home: Home, config: BuildConfig, run_id: str, **kw) -> Builder:
         cls.preflight(config)
         run = Run.open(home.runs_dir, run_id)
-        return cls(home, config, run.task().task, run, **kw)
+        lock = run.lock()  # refused now, before anything is said or written, if it is live
+        summary = run.summary()
+        if summary is not None and summary.status == "passed":
+            lock.release()
+            raise NothingToResume(f"run {run_id} already passed: nothing to resume")
+        builder = cls(home, config, run.task().task, run, **kw)
+        builder.lock = lock
+        return builder
 
     # ------------------------------------------------------------------ the loop
     def build(self) -> RunSummary:
+        lock = self.lock or self.run.lock()
+        try:
+            return self._build()
+        finally:
+            lock.release()
+            self.lock = None
+
+    def _build(self) -> RunSummary:
         s = self.summary
         s.status, s.reason, s.ended = "running", "", None
         s.lessons_recalled = self.recalled_ids

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field
 
 from orchestrator.errors import CadillacError
@@ -100,6 +101,20 @@ class Run:
         self.events_path = self.dir / "events.jsonl"
         self.llm_path = self.dir / "llm.jsonl"
         self.summary_path = self.dir / "summary.json"
+        self.lock_path = self.dir / "run.lock"
+
+    def lock(self) -> FileLock:
+        """The run's lock, taken: one process at a time builds in a run (a second --resume of a
+        live run is refused, and touches nothing)."""
+        lock = FileLock(str(self.lock_path), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise CadillacError(
+                f"run {self.id} is being built by another process right now; "
+                "wait for it to end, or resume it after it stopped"
+            ) from None
+        return lock
 
     @classmethod
     def create(cls, runs_dir: Path, record: TaskRecord) -> Run:

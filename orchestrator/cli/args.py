@@ -66,12 +66,18 @@ def home_options() -> Parser:
 def model_options() -> Parser:
     p = Parser(add_help=False)
     p.add_argument("--model", help="litellm model string (default: $CADILLAC_MODEL)")
-    p.add_argument("--api-base", help="server URL for a local or proxied model")
+    p.add_argument("--api-base", metavar="URL", help="server URL of --model (a local server)")
     p.add_argument(
         "--fallback-model",
         action="append",
         metavar="MODEL",
         help="tried when the model keeps failing (repeatable)",
+    )
+    p.add_argument(
+        "--fallback-api-base",
+        action="append",
+        metavar="URL",
+        help="server URL of the fallback model given in the same place (repeatable)",
     )
     return p
 
@@ -102,6 +108,9 @@ def cycle_options() -> Parser:
     p.add_argument("--iterations", type=positive, default=5, metavar="N")
     p.add_argument("--repeats", type=positive, default=3, metavar="K", help="builds per task")
     p.add_argument("--improver-model", metavar="M", help="model that writes patches")
+    p.add_argument(
+        "--improver-api-base", metavar="URL", help="server URL of --improver-model (a local server)"
+    )
     p.add_argument(
         "--repo", metavar="PATH", help="the repository to patch (default: cadillac's own)"
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from contextlib import nullcontext
 from datetime import datetime
@@ -23,6 +22,7 @@ from orchestrator.cli.args import (
     positive_float,
     sandbox_options,
 )
+from orchestrator.cli.config import build_config
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 
@@ -57,41 +57,19 @@ def add_parsers(commands) -> None:
     p.add_argument("--json", action="store_true")
 
 
-UNSAFE = (
-    "--unsafe-no-sandbox: the model's commands run on this machine without a sandbox; "
-    "they can read and change your files"
-)
-
-
-def build_config(args: argparse.Namespace):
-    """The BuildConfig a command line asks for (model, api base, fallbacks, cost cap, sandbox)."""
-    from orchestrator.build.agent import BuildConfig
-    from orchestrator.llm.client import MODEL_HINT, LLMConfig
-    from orchestrator.sandbox.executor import ExecConfig
-
-    model = args.model or os.environ.get("CADILLAC_MODEL", "")
-    if not model:
-        raise CadillacError(f"no model given: {MODEL_HINT}")
-    llm = LLMConfig(
-        model=model,
-        api_base=args.api_base or os.environ.get("CADILLAC_API_BASE") or None,
-        fallback_models=args.fallback_model or [],
-    )
-    executor = ExecConfig(sandbox="none" if getattr(args, "unsafe_no_sandbox", False) else "bwrap")
-    if executor.sandbox == "none":
-        output.err().print(f"[bold red]warning:[/] {UNSAFE}")
-    return BuildConfig(llm=llm, executor=executor, max_cost_usd=getattr(args, "max_cost", None))
-
-
 def build(args: argparse.Namespace) -> int:
-    from orchestrator.build.agent import Builder
+    from orchestrator.build.agent import Builder, NothingToResume
 
     home = Home.resolve(getattr(args, "home", None)).check(write=True)
     config = build_config(args)
     if args.resume:
         if args.task:
             raise CadillacError("give either a task or --resume RUN_ID, not both")
-        builder = Builder.resume(home, config, args.resume)
+        try:
+            builder = Builder.resume(home, config, args.resume)
+        except NothingToResume as exc:
+            print(exc)
+            return 0
     else:
         if not (args.task or "").strip():
             raise CadillacError('say what to build: cadillac build "a Flask todo API with SQLite"')

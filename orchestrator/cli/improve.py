@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
-from orchestrator import SOURCE_ROOT
 from orchestrator.cli import output
 from orchestrator.cli.args import (
     command,
@@ -14,8 +12,10 @@ from orchestrator.cli.args import (
     matrix_options,
     model_options,
     positive_float,
+    sandbox_options,
     unit,
 )
+from orchestrator.cli.config import build_config
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 
@@ -28,6 +28,7 @@ def add_parsers(commands) -> None:
         model_options(),
         matrix_options(),
         cycle_options(),
+        sandbox_options(),
         run=improve,
     )
     p.add_argument("--threshold", type=unit, default=0.05, help="least train lift to keep a patch")
@@ -72,40 +73,45 @@ def show_improve(folder: Path) -> None:
     console.print(f"records: {folder}")
 
 
+def cycle_request(args: argparse.Namespace, max_seconds: float | None = None):
+    """The CycleRequest of an improve or nightly command line."""
+    from orchestrator.improve.setup import CycleRequest
+    from orchestrator.llm.client import LLMConfig
+
+    builder = build_config(args).llm
+    improver = LLMConfig(
+        model=args.improver_model or builder.model,
+        api_base=args.improver_api_base or (None if args.improver_model else builder.api_base),
+    )
+    fields = {
+        "builder": builder,
+        "improver": improver,
+        "repeats": args.repeats,
+        "jobs": args.jobs,
+        "iterations": args.iterations,
+        "threshold": getattr(args, "threshold", 0.05),
+        "apply": args.apply,
+        "max_seconds": max_seconds,
+        "unsafe_no_sandbox": args.unsafe_no_sandbox,
+    }
+    if args.matrix:
+        fields["matrix"] = Path(args.matrix)
+    if args.repo:
+        fields["repo"] = Path(args.repo)
+    return CycleRequest(**fields)
+
+
 def improve(args: argparse.Namespace) -> int:
-    from orchestrator.improve.cycle import ImproveCycle, latest_improve_run
-    from orchestrator.improve.records import ImproveConfig
+    from orchestrator.improve.cycle import latest_improve_run
 
     home = Home.resolve(getattr(args, "home", None)).check(write=True)
     if args.status:
         show_improve(latest_improve_run(home))
         return 0
-    from orchestrator.bench.tasks import DEFAULT_MATRIX, load_matrix
-    from orchestrator.improve.trial import SubprocessMatrix
-    from orchestrator.llm.client import LLMClient, LLMConfig, check_model
+    from orchestrator.improve.setup import make_cycle
 
-    model = args.model or os.environ.get("CADILLAC_MODEL", "")
-    improver_model = args.improver_model or model
-    for name in (model, improver_model):
-        check_model(name)
-    matrix = Path(args.matrix).resolve() if args.matrix else DEFAULT_MATRIX
-    load_matrix(matrix)  # a bad matrix fails now, not after the baseline
-    runner = SubprocessMatrix(home.root, matrix, model, args.repeats, args.jobs, args.api_base)
-    improver = LLMClient(LLMConfig(model=improver_model, api_base=args.api_base))
-    config = ImproveConfig(
-        iterations=args.iterations,
-        threshold=args.threshold,
-        apply=args.apply,
-        max_seconds=args.time_budget * 60 if args.time_budget else None,
-    )
-    cycle = ImproveCycle(
-        home,
-        Path(args.repo) if args.repo else SOURCE_ROOT,
-        runner,
-        improver,
-        config,
-        on_event=None if args.json else output.err().print,
-    )
+    request = cycle_request(args, args.time_budget * 60 if args.time_budget else None)
+    cycle = make_cycle(home, request, on_event=None if args.json else output.err().print)
     summary = cycle.run()
     if args.json:
         print(summary.model_dump_json(indent=2))

@@ -19,7 +19,7 @@ from orchestrator.cli.args import (
     positive,
     sandbox_options,
 )
-from orchestrator.cli.build import build_config
+from orchestrator.cli.config import build_config
 from orchestrator.home import Home
 
 
@@ -41,6 +41,11 @@ def add_parsers(commands) -> None:
         "--no-learn", action="store_true", help="leave memory and budget history as they are"
     )
     p.add_argument("--json", action="store_true", help="print only the results, as JSON")
+    p.add_argument(
+        "--build-only",
+        action="store_true",
+        help="build without scoring (improve trials: the cycle scores them itself)",
+    )
 
 
 def matrix_run(args: argparse.Namespace) -> int:
@@ -70,6 +75,7 @@ def matrix_run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         learn=not args.no_learn,
         on_result=progress,
+        score=not args.build_only,
     )
     if args.json:
         print(results.model_dump_json(indent=2))

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import webbrowser
 
-from orchestrator.cli.args import actions, command, cycle_options, matrix_options, model_options
+from orchestrator.cli.args import (
+    actions,
+    command,
+    cycle_options,
+    matrix_options,
+    model_options,
+    sandbox_options,
+)
+from orchestrator.cli.improve import cycle_request
 from orchestrator.home import Home
 
 
@@ -17,6 +25,7 @@ def add_parsers(commands) -> None:
         model_options(),
         matrix_options(),
         cycle_options(),
+        sandbox_options(),
         run=nightly,
     )
     p.add_argument("--time-budget", default="6h", metavar="DURATION", help="e.g. 6h, 90m")
@@ -44,10 +53,12 @@ def add_parsers(commands) -> None:
 
 
 def nightly(args: argparse.Namespace) -> int:
+    from orchestrator.nightly.records import parse_duration
     from orchestrator.nightly.run import run_nightly
 
     home = Home.resolve(getattr(args, "home", None)).check(write=True)
-    return run_nightly(home, args)
+    budget = parse_duration(args.time_budget) if args.time_budget else None
+    return run_nightly(home, cycle_request(args, budget))
 
 
 def report(args: argparse.Namespace) -> int:

@@ -6,16 +6,18 @@ Each iteration:
    last accepted code; the first baseline runs on the repository's HEAD in a
    detached worktree, so uncommitted changes never skew it);
 2. picks the worst weakness that has not yet had ``max_attempts`` rejected
-   patches (:mod:`orchestrator.improve.cycle.weaknesses`);
+   patches (:mod:`orchestrator.improve.weaknesses`);
 3. asks the improver model for search/replace edits, showing it the
    meta-lessons tagged ``self`` and the attempts already rejected
-   (:mod:`orchestrator.improve.cycle.proposals`);
-4. tries them in a worktree on a new branch: the project's own tests must
-   pass, then the matrix runs on that code (:mod:`orchestrator.improve.cycle.trial`);
+   (:mod:`orchestrator.improve.proposals`);
+4. tries them in a worktree on a new branch: the project's own tests must pass
+   in the sandbox, then the matrix is built with that code in the sandbox and
+   scored by this process, never by the candidate (:mod:`orchestrator.improve.trial`);
 5. decides with :func:`orchestrator.bench.decision.decide`: a train lift of at least
    the threshold whose paired 95% interval lies above zero, without the
    holdout falling by more than the threshold;
-6. on acceptance commits on the branch, writes the meta-lesson and makes the
+6. on acceptance commits exactly the files the proposal edited (anything else
+   changed in the worktree rejects it), writes the meta-lesson and makes the
    candidate's results the new baseline (so the next lift is credited to the
    next patch, not to this one); on rejection removes the branch and writes a
    ``dont`` lesson tagged ``self`` so no later proposal repeats it.
@@ -114,7 +116,7 @@ class ImproveCycle:
         _write(self.folder / "summary.json", s)
         self.say(f"improve run {s.id}: baseline on {base[:10]}")
         with Worktree(self.repo, None, base) as tree:
-            baseline = self.runner.run(tree.path, "baseline")
+            baseline = self.runner.run(tree.path, "baseline", self.folder)
         _write(self.folder / "baseline.json", baseline)
         streak = barren = 0
         for i in range(1, cfg.iterations + 1):
@@ -192,12 +194,16 @@ class ImproveCycle:
         branch = f"cadillac/improve-{s.id}-iter{i}"
         with Worktree(self.repo, branch, s.tip_commit) as tree:
             apply_edits(proposal, tree.path)
-            _write(folder / "patch.diff", tree.diff())
-            if not run_tests(tree.path, self.config.test_command, folder / "tests.log"):
+            edited = sorted({edit.file for edit in proposal.edits})
+            _write(folder / "patch.diff", tree.diff(edited))
+            tests = run_tests(
+                tree.path, self.config.test_command, folder / "tests.log", self.config.executor
+            )
+            if not tests:
                 decision = None
                 record.status, record.reason = "rejected", "the project's own tests fail with it"
             else:
-                candidate = self.runner.run(tree.path, "candidate")
+                candidate = self.runner.run(tree.path, "candidate", folder)
                 _write(folder / "candidate.json", candidate)
                 decision = self._decide(baseline, candidate)
                 record.candidate_score = candidate.train_score
@@ -208,13 +214,18 @@ class ImproveCycle:
                 record.interval = [decision.interval.low, decision.interval.high]
                 record.status = "accepted" if decision.accepted else "rejected"
                 record.reason = decision.reason
+            stray = tree.changed_besides(edited)
+            if stray:  # the worktree was read-only to the trial: nothing else may change
+                record.status = "rejected"
+                record.reason = f"the trial changed files outside the proposal: {', '.join(stray)}"
             if record.status == "accepted":
                 target = proposal.edits[0].file
                 message = (
                     f"improve: {weakness.id} in {target}: train +{decision.train_delta:.3f}"
                     f"\n\n{proposal.reason}\n\n{decision.reason}"
                 )
-                record.commit = tree.commit(message)
+                record.commit = tree.commit(message, edited)
+                _write(folder / "patch.diff", tree.show(record.commit))
                 record.branch = branch
                 s.tip_commit = record.commit
                 baseline = candidate

@@ -22,13 +22,13 @@ from orchestrator.errors import CadillacError
 GIT_IDENTITY = ["-c", "user.name=cadillac improve", "-c", "user.email=cadillac@localhost"]
 
 
-def git(repo: Path, *args: str, check: bool = True) -> str:
+def git(repo: Path, *args: str, check: bool = True, strip: bool = True) -> str:
     done = subprocess.run(
         ["git", "-C", str(repo), *GIT_IDENTITY, *args], capture_output=True, text=True, timeout=300
     )
     if check and done.returncode != 0:
         raise CadillacError(f"git {' '.join(args)} failed: {done.stderr.strip()[:300]}")
-    return done.stdout.strip()
+    return done.stdout.strip() if strip else done.stdout
 
 
 def repo_root(path: Path) -> Path:
@@ -89,15 +89,26 @@ class Worktree:
         git(repo, "worktree", "add", "-q", *where, str(self.path), base)
         self.keep_branch = False
 
-    def diff(self) -> str:
-        git(self.path, "add", "-A")
-        return git(self.path, "diff", "--cached")
+    def diff(self, files: list[str]) -> str:
+        """The uncommitted change to ``files`` (a proposal edits files that exist)."""
+        return git(self.path, "diff", "--", *files)
 
-    def commit(self, message: str) -> str:
-        git(self.path, "add", "-A")
-        git(self.path, "commit", "-q", "-m", message)
+    def changed_besides(self, files: list[str]) -> list[str]:
+        """Paths changed, added or removed in the worktree other than ``files``."""
+        status = git(self.path, "status", "--porcelain", "--untracked-files=all", "-z", strip=False)
+        changed = [entry[3:] for entry in status.split("\0") if entry]
+        return sorted(p for p in changed if p not in files)
+
+    def commit(self, message: str, files: list[str]) -> str:
+        """Commit exactly ``files``; the commit's id."""
+        git(self.path, "add", "--", *files)
+        git(self.path, "commit", "-q", "-m", message, "--", *files)
         self.keep_branch = True
         return git(self.path, "rev-parse", "HEAD")
+
+    def show(self, commit: str) -> str:
+        """The diff a commit made."""
+        return git(self.path, "show", "--format=", "--patch", commit)
 
     def close(self) -> None:
         git(self.repo, "worktree", "remove", "--force", str(self.path), check=False)

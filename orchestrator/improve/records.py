@@ -11,6 +11,7 @@ import sys
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.improve.proposals import DEFAULT_ALLOW
+from orchestrator.sandbox.executor import ExecConfig
 
 
 class ImproveConfig(BaseModel):
@@ -29,6 +30,8 @@ class ImproveConfig(BaseModel):
         default_factory=lambda: [sys.executable, "-m", "pytest", "-q", "-x"]
     )
     """The project's own test suite, run in the worktree."""
+    executor: ExecConfig = Field(default_factory=ExecConfig)
+    """The sandbox the trial's tests (and, through the runner, its builds) run in."""
     max_attempts: int = Field(default=3, ge=1)
     """Rejected patches after which a weakness is left alone."""
     good_enough: float = 0.95

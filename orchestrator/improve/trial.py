@@ -1,100 +1,265 @@
-"""Trying code in isolation: the project's own tests, and the matrix, with the code in a folder.
+"""Trying code in isolation: the project's own tests and the matrix, sandboxed, judged outside.
 
-A trial runs in a worktree (:mod:`orchestrator.improve.git`) holding the patched code:
-the project's own test suite runs there first, then the matrix runs in a subprocess
-whose ``PYTHONPATH`` starts at the worktree, so the builds use the patched orchestrator.
-:class:`MatrixRunner` is what the cycle needs of a matrix; :class:`SubprocessMatrix`
-is the real one (tests give the cycle others).
+A trial's code (the baseline's commit, or a candidate patch in a worktree) is not
+trusted with the judge. So:
+
+* its **tests** run in the sandbox: the worktree and cadillac's own environment visible
+  read-only, a private ``/tmp``, no network and no user variable (:func:`run_tests`);
+* its **builds** run in the sandbox too (:class:`SandboxedMatrix`): ``cadillac matrix run
+  --build-only`` with the trial's code first on ``PYTHONPATH``, seeing the worktree
+  read-only and the trial's own folder read-write, which holds a frozen copy of the home's
+  memory and budgets and a copy of the matrix *without* its hidden checks. The network
+  is open (the builder model must be reached) and the environment holds only the
+  variables the builder model needs (:func:`orchestrator.llm.keys.provider_env`);
+* the trial's builds are then **scored by this process** (the code the cycle started
+  with: the baseline's), with the hidden checks the trial never saw
+  (:func:`orchestrator.bench.scoring.score_build`). The candidate's code builds; it never
+  scores itself. What the trial reports is read as data and checked: run ids must name
+  run folders of the trial, each task and repeat once.
+
+The trial process makes itself non-dumpable before it imports the trial's code, so the
+build commands it sandboxes in turn (whose sandbox shares its ``/proc``) cannot read its
+environment or memory.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
+import re
+import shlex
+import shutil
 import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-from orchestrator.bench.results import MatrixResults
+from pydantic import ValidationError
+
+from orchestrator.bench.results import MatrixResults, TaskRun, summarise
+from orchestrator.bench.scoring import score_build
+from orchestrator.bench.tasks import MatrixTask, load_matrix
+from orchestrator.build.runs import new_run_id
 from orchestrator.errors import CadillacError
+from orchestrator.home import Home
+from orchestrator.llm.client import LLMConfig
+from orchestrator.llm.keys import provider_env
+from orchestrator.sandbox.executor import ExecConfig, run_command
+
+RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}")
+LAUNCHER = (
+    "import ctypes, runpy, sys; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); "  # PR_SET_DUMPABLE 0
+    "sys.argv = ['cadillac', *sys.argv[1:]]; runpy.run_module('orchestrator', run_name='__main__')"
+)
 
 
-def code_env(code: Path) -> dict[str, str]:
-    """An environment whose Python imports cadillac from ``code`` first."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(code), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
+def trial_config(executor: ExecConfig, timeout_s: float) -> ExecConfig:
+    """The sandbox of a trial process: the build's settings, with room for a whole matrix."""
+    return executor.model_copy(
+        update={
+            "default_timeout_s": timeout_s,
+            "max_timeout_s": timeout_s,
+            "cpu_limit_s": int(timeout_s),
+            "output_cap_bytes": 400_000,
+        }
+    )
 
 
-def run_tests(code: Path, command: list[str], log: Path, timeout_s: float = 1800) -> bool:
-    """The project's own tests with the code in ``code``; output to ``log``; True if they pass."""
-    try:
-        done = subprocess.run(
-            command, cwd=code, env=code_env(code), capture_output=True, text=True, timeout=timeout_s
-        )
-        log.write_text(
-            f"$ {' '.join(command)}\n{done.stdout}\n{done.stderr}\nexit {done.returncode}\n"
-        )
-        return done.returncode == 0
-    except subprocess.TimeoutExpired:
-        log.write_text(f"$ {' '.join(command)}\ntimed out after {timeout_s:g} s\n")
-        return False
+def runtime_paths() -> list[Path]:
+    """What a Python running cadillac needs to see: its environment (a venv), resolved."""
+    paths = [Path(sys.prefix), Path(os.path.realpath(sys.prefix))]
+    return list(dict.fromkeys(p for p in paths if p.is_dir()))
+
+
+def run_tests(
+    code: Path,
+    command: Sequence[str],
+    log: Path,
+    executor: ExecConfig,
+    timeout_s: float = 1800,
+) -> bool:
+    """The project's own tests with the code in ``code``, sandboxed; output to ``log``."""
+    scratch = log.parent / f"{log.stem}-scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    line = f"cd {shlex.quote(str(code))} && {shlex.join(command)}"
+    result = run_command(
+        line,
+        scratch,
+        trial_config(executor, timeout_s),
+        timeout_s=timeout_s,
+        env={"PYTHONPATH": str(code), "PYTHONDONTWRITEBYTECODE": "1"},
+        visible=[code, *runtime_paths()],
+    )
+    shutil.rmtree(scratch, ignore_errors=True)
+    log.write_text(f"$ {shlex.join(command)}\n{result.for_model()}\n", encoding="utf-8")
+    return result.ok
 
 
 class MatrixRunner(Protocol):
-    def run(self, code: Path, label: str) -> MatrixResults:
-        """The matrix (train and holdout, K repeats) with the orchestrator code in ``code``."""
+    def run(self, code: Path, label: str, folder: Path) -> MatrixResults:
+        """The matrix (train and holdout, K repeats) built with the orchestrator in ``code``,
+        scored by the judge; ``folder`` is the trial's own."""
         ...
 
 
-class SubprocessMatrix:
-    """Runs ``cadillac matrix run`` in a subprocess that imports from the given code."""
+class SandboxedMatrix:
+    """Builds the matrix with a trial's code in a sandbox, then scores the builds itself."""
 
     def __init__(
         self,
-        home: Path,
+        home: Home,
         matrix: Path,
-        model: str,
+        llm: LLMConfig,
         repeats: int,
         jobs: int = 1,
-        api_base: str | None = None,
+        executor: ExecConfig | None = None,
         timeout_s: float = 6 * 3600,
     ):
-        self.home, self.matrix, self.model = home, matrix, model
-        self.repeats, self.jobs, self.api_base, self.timeout_s = repeats, jobs, api_base, timeout_s
+        self.home, self.matrix, self.llm = home, matrix, llm
+        self.repeats, self.jobs, self.timeout_s = repeats, jobs, timeout_s
+        self.executor = executor or ExecConfig()
+        self.tasks = load_matrix(matrix)
+        self.snapshot = {
+            path.name: path.read_bytes()
+            for path in (home.memory_path, home.budgets_path)
+            if path.is_file()
+        }
+        """The memory and budgets as they stood when the cycle began: every trial starts there."""
 
-    def run(self, code: Path, label: str) -> MatrixResults:
-        command = [
-            sys.executable,
-            "-m",
-            "orchestrator",
-            "matrix",
-            "run",
-            "--home",
-            str(self.home),
-            "--matrix",
-            str(self.matrix),
-            "--model",
-            self.model,
-            "--repeats",
-            str(self.repeats),
-            "--jobs",
-            str(self.jobs),
-            "--split",
-            "all",
-            "--no-learn",
-            "--json",
-        ]
-        if self.api_base:
-            command += ["--api-base", self.api_base]
-        done = subprocess.run(
-            command,
-            cwd=code,
-            env=code_env(code),
-            capture_output=True,
-            text=True,
-            timeout=self.timeout_s,
+    def run(self, code: Path, label: str, folder: Path) -> MatrixResults:
+        trial = folder / f"{label}-trial"
+        if trial.exists():
+            shutil.rmtree(trial)
+        public, home = trial / "matrix", trial / "home"
+        self._public_matrix(public)
+        self._frozen_home(home)
+        done = run_command(
+            self._command(public, home),
+            trial,
+            trial_config(self.executor, self.timeout_s),
+            timeout_s=self.timeout_s,
+            network=True,
+            env=self._env(code),
+            visible=[code, *runtime_paths(), *self._model_files()],
         )
-        if done.returncode != 0:
-            raise CadillacError(f"the {label} matrix run failed: {done.stderr.strip()[-500:]}")
-        return MatrixResults.model_validate_json(done.stdout)
+        (trial / "trial.log").write_text(done.for_model(), encoding="utf-8")
+        claimed = self._claimed(home)
+        if claimed is None:
+            raise CadillacError(
+                f"the {label} matrix run left no results: {done.for_model()[-400:]}"
+            )
+        return self._judge(claimed, home, trial)
+
+    # ------------------------------------------------------------------ the trial
+    def _public_matrix(self, public: Path) -> None:
+        """The matrix as a build may see it: each task's task.toml, no hidden checks."""
+        for task in self.tasks:
+            (public / task.id).mkdir(parents=True)
+            shutil.copy(task.dir / "task.toml", public / task.id / "task.toml")
+
+    def _frozen_home(self, home: Path) -> None:
+        """The trial's home: the frozen memory and budgets, and a copy of the venv templates."""
+        home.mkdir(parents=True)
+        for name, data in self.snapshot.items():
+            (home / name).write_bytes(data)
+        cache = self.home.root / ".cache"
+        if cache.is_dir():
+            shutil.copytree(
+                cache, home / ".cache", symlinks=True, ignore=shutil.ignore_patterns("*.lock")
+            )
+
+    def _command(self, public: Path, home: Path) -> str:
+        argv = ["matrix", "run", "--build-only", "--home", str(home), "--matrix", str(public)]
+        argv += ["--model", self.llm.model, "--repeats", str(self.repeats)]
+        argv += ["--jobs", str(self.jobs), "--split", "all", "--no-learn", "--json"]
+        if self.llm.api_base:
+            argv += ["--api-base", self.llm.api_base]
+        for i, model in enumerate(self.llm.fallback_models):
+            argv += ["--fallback-model", model]
+            bases = self.llm.fallback_api_bases
+            if i < len(bases) and bases[i]:
+                argv += ["--fallback-api-base", bases[i]]
+        if self.executor.sandbox == "none":
+            argv.append("--unsafe-no-sandbox")
+        return shlex.join([sys.executable, "-c", LAUNCHER, *argv])
+
+    def _env(self, code: Path) -> dict[str, str]:
+        env = {"PYTHONPATH": str(code), "PYTHONDONTWRITEBYTECODE": "1"}
+        for endpoint in self.llm.endpoints():
+            for name in provider_env(endpoint.model, endpoint.api_base):
+                if name in os.environ:
+                    env[name] = os.environ[name]
+        return env
+
+    def _model_files(self) -> list[Path]:
+        """A replay model's recording must be visible to the trial."""
+        files = []
+        for endpoint in self.llm.endpoints():
+            kind, _, arg = endpoint.model.partition(":")
+            if kind == "replay" and Path(arg).is_file():
+                files.append(Path(arg).resolve())
+        return files
+
+    # ------------------------------------------------------------------ the judge
+    def _claimed(self, home: Path) -> MatrixResults | None:
+        found = sorted((home / "runs").glob("matrix-*/results.json"))
+        if len(found) != 1 or found[0].is_symlink():
+            return None
+        try:
+            return MatrixResults.model_validate_json(found[0].read_bytes())
+        except (ValidationError, ValueError, OSError):
+            return None
+
+    def _judge(self, claimed: MatrixResults, home: Path, trial: Path) -> MatrixResults:
+        tasks = {t.id: t for t in self.tasks}
+        wanted = {(t, r) for t in tasks for r in range(self.repeats)}
+        runs: dict[tuple[str, int], TaskRun] = {}
+        for run in claimed.runs:
+            key = (run.task_id, run.repeat)
+            if key in wanted and key not in runs:
+                runs[key] = run
+        results = MatrixResults(
+            id=new_run_id(),
+            matrix=str(self.matrix),
+            model=self.llm.model,
+            repeats=self.repeats,
+            split="all",
+            started=claimed.started,
+            ended=claimed.ended,
+        )
+        todo = []
+        for task_id, repeat in sorted(wanted):
+            run = runs.get((task_id, repeat))
+            if run is None:
+                failure = "the trial reported no build of this task"
+                run = TaskRun(task_id=task_id, repeat=repeat, status="missing", failure=failure)
+            else:
+                run = TaskRun.model_validate(run.model_dump())
+                run.score, run.checks_passed, run.checks_total = 0.0, 0, 0
+                run.verdict = "not_scored"
+            results.runs.append(run)
+            if run.reached_validate:
+                todo.append(run)
+        with ThreadPoolExecutor(max_workers=max(1, self.jobs)) as pool:
+            list(pool.map(lambda run: self._score(run, tasks[run.task_id], home, trial), todo))
+        summarise(results, self.tasks)
+        return results
+
+    def _score(self, run: TaskRun, task: MatrixTask, home: Path, trial: Path) -> None:
+        if not RUN_ID.fullmatch(run.run_id):
+            run.verdict, run.failure = "broken", f"the trial named no run folder ({run.run_id!r})"
+            return
+        workspace = home / "runs" / run.run_id / "workspace"
+        try:
+            scored = score_build(
+                task,
+                workspace,
+                trial / "scoring" / run.run_id,
+                self.executor,
+                self.home.root / ".cache",
+            )
+        except Exception as exc:  # a workspace that is a link, is missing, or worse
+            run.verdict, run.failure = "broken", f"the workspace cannot be scored: {exc}"[:500]
+            return
+        run.checks_passed, run.checks_total = scored.passed, scored.total
+        run.score, run.verdict, run.failure = scored.score, scored.verdict, scored.failures

@@ -11,6 +11,10 @@ What this module decides, and why:
   import nor cost lookups reach the network.
 * Retries are ours alone: litellm's and the provider client's own are turned
   off (``num_retries=0``, ``max_retries=0``) so attempts are not multiplied.
+* ``api_base`` belongs to the model it was given for (:class:`Endpoint`): each fallback
+  has its own. A server at an ``api_base`` gets ``CADILLAC_API_KEY`` (or a placeholder),
+  never a hosted provider's key from the environment, so a local builder beside a
+  hosted improver leaks nothing to the local server.
   Rate limits, timeouts, connection errors and 5xx answers are retried with
   random exponential back-off, waiting at least what a ``Retry-After`` header
   asks for, up to ``max_attempts`` per model; then the next
@@ -50,8 +54,30 @@ MODEL_HINT = (
 )
 
 
+LOCAL_KEY = "CADILLAC_API_KEY"
+"""The key sent to a server given by --api-base (a placeholder when it is not set)."""
+
+
 class ModelError(CadillacError):
     """A model call that cannot succeed by retrying (bad model, key, request or context)."""
+
+
+class Endpoint(BaseModel):
+    """One model and where it is: a provider's service, or a server at ``api_base``."""
+
+    model: str
+    api_base: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+
+    def key(self) -> str | None:
+        """The key to send: the given one; for a server at ``api_base``, ``CADILLAC_API_KEY``
+        or a placeholder, never a provider's variable; else None (litellm reads the
+        provider's usual variable)."""
+        if self.api_key is not None:
+            return self.api_key
+        if self.api_base:
+            return os.environ.get(LOCAL_KEY) or "sk-no-key"
+        return None
 
 
 class LLMConfig(BaseModel):
@@ -62,11 +88,15 @@ class LLMConfig(BaseModel):
     model: str = ""
     """litellm model string, or replay:PATH / scripted:NAME."""
     api_base: str | None = None
-    """Base URL of an OpenAI-compatible or other server (Ollama, llama.cpp, a proxy)."""
+    """Base URL of an OpenAI-compatible or other server (Ollama, llama.cpp, a proxy), for
+    ``model`` only."""
     api_key: str | None = Field(default=None, repr=False)
-    """Key for the provider; by default litellm reads the provider's usual variable."""
+    """Key for the provider; by default litellm reads the provider's usual variable, and a
+    server at ``api_base`` gets ``CADILLAC_API_KEY`` (never a hosted provider's key)."""
     fallback_models: list[str] = Field(default_factory=list)
     """Tried in order when the primary keeps failing with retryable errors."""
+    fallback_api_bases: list[str | None] = Field(default_factory=list)
+    """The server of each fallback model, in the same order (none: its provider)."""
     max_attempts: int = Field(default=4, ge=1)
     """Attempts per model for retryable errors."""
     wait_initial_s: float = Field(default=2.0, ge=0)
@@ -79,6 +109,18 @@ class LLMConfig(BaseModel):
     """Timeout of one request."""
     temperature: float | None = None
     max_tokens: int | None = None
+
+    def endpoints(self) -> list[Endpoint]:
+        """The primary, then each fallback, with the server each belongs to."""
+        bases = list(self.fallback_api_bases)
+        fallbacks = [
+            Endpoint(model=m, api_base=bases[i] if i < len(bases) else None)
+            for i, m in enumerate(self.fallback_models)
+        ]
+        return [
+            Endpoint(model=self.model, api_base=self.api_base, api_key=self.api_key),
+            *fallbacks,
+        ]
 
 
 class ToolCall(BaseModel):
@@ -222,29 +264,31 @@ class LLMClient:
         self._seq = 0
         from orchestrator.llm import backends
 
-        self._names: dict[str, str] = {}
-        for model in [config.model, *config.fallback_models]:
+        self.endpoints = config.endpoints()
+        self._names: list[str] = []
+        for endpoint in self.endpoints:
             try:
-                self._names[model] = backends.open_session(model)
+                self._names.append(backends.open_session(endpoint.model))
             except (OSError, KeyError, ValueError) as exc:
-                raise ModelError(f"model {model!r}: {str(exc).strip(chr(39))}") from None
+                message = str(exc).strip(chr(39))
+                raise ModelError(f"model {endpoint.model!r}: {message}") from None
 
     def complete(self, messages: list[dict], tools: list[dict] | None = None) -> LLMReply:
         """One model turn; raises ModelError when no model can answer."""
         litellm = litellm_module()
         last: BaseException | None = None
-        for model in [self.config.model, *self.config.fallback_models]:
+        for index, endpoint in enumerate(self.endpoints):
             try:
                 for attempt in self._retrying(litellm):
                     with attempt:
                         number = attempt.retry_state.attempt_number
-                        return self._attempt(litellm, model, number, messages, tools)
+                        return self._attempt(litellm, index, number, messages, tools)
             except Exception as exc:  # retries for this model are spent, or it cannot succeed
                 if not is_retryable(exc, litellm):
-                    raise ModelError(self._explain(model, exc)) from exc
+                    raise ModelError(self._explain(endpoint.model, exc)) from exc
                 last = exc
         assert last is not None
-        tried = ", ".join([self.config.model, *self.config.fallback_models])
+        tried = ", ".join(e.model for e in self.endpoints)
         raise ModelError(f"every model failed ({tried}); last error: {_first_line(last)}") from last
 
     def _retrying(self, litellm) -> Retrying:
@@ -260,9 +304,11 @@ class LLMClient:
             reraise=True,
         )
 
-    def _attempt(self, litellm, model, attempt, messages, tools) -> LLMReply:
+    def _attempt(self, litellm, index, attempt, messages, tools) -> LLMReply:
+        endpoint = self.endpoints[index]
+        model = endpoint.model
         kwargs: dict[str, Any] = {
-            "model": self._names[model],
+            "model": self._names[index],
             "messages": messages,
             "num_retries": 0,
             "max_retries": 0,
@@ -270,10 +316,13 @@ class LLMClient:
         }
         if tools:
             kwargs["tools"] = tools
-        for key in ("api_base", "api_key", "temperature", "max_tokens"):
-            value = getattr(self.config, key)
-            if value is not None:
-                kwargs[key] = value
+        settings = {
+            "api_base": endpoint.api_base,
+            "api_key": endpoint.key(),
+            "temperature": self.config.temperature,
+            "max_tokens": self.config.max_tokens,
+        }
+        kwargs.update({k: v for k, v in settings.items() if v is not None})
         self._seq += 1
         started = time.perf_counter()
         record: dict[str, Any] = {

@@ -14,7 +14,7 @@ written half-way through a night is as true as one written at its end:
   most used.
 
 ``report.html`` is one self-contained file: inline CSS, charts as inline SVG
-(:mod:`orchestrator.nightly.run.charts`), no script, font or request to the network.
+(:mod:`orchestrator.nightly.charts`), no script, font or request to the network.
 ``report.md`` carries the same facts as tables. ``runs/index.html`` links
 every night's report, newest first.
 """

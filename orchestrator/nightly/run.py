@@ -21,16 +21,15 @@ What this module decides, and why:
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 import time
 from pathlib import Path
 
-from orchestrator import SOURCE_ROOT
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
-from orchestrator.nightly.records import NightlyLock, NightlyRecord, night_folder, parse_duration
+from orchestrator.improve.setup import CycleRequest
+from orchestrator.nightly.records import NightlyLock, NightlyRecord, night_folder
 from orchestrator.nightly.report import write_reports
 
 FORMAT = logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
@@ -53,7 +52,7 @@ def _echo(log: logging.Logger) -> None:
     log.addHandler(handler)
 
 
-def run_nightly(home: Home, args, quiet: bool = False) -> int:
+def run_nightly(home: Home, request: CycleRequest, quiet: bool = False) -> int:
     """The whole nightly (see the module docstring); returns the exit status."""
 
     lock = NightlyLock(home)
@@ -68,11 +67,10 @@ def run_nightly(home: Home, args, quiet: bool = False) -> int:
         return 0
     folder.mkdir(parents=True)
     log = _logger(folder)
-    model = args.model or os.environ.get("CADILLAC_MODEL", "")
     record = NightlyRecord(
         date=folder.name.removeprefix("nightly-"),
-        model=model,
-        improver_model=args.improver_model or model,
+        model=request.builder.model,
+        improver_model=request.improver.model,
     )
 
     def save() -> None:
@@ -87,7 +85,7 @@ def run_nightly(home: Home, args, quiet: bool = False) -> int:
     log.info(f"nightly {folder.name} started in {home.root} (pid {record.pid})")
     code, cycle = 0, None
     try:
-        cycle = _cycle(home, args, folder, record, log, save)
+        cycle = _cycle(home, request, folder, log, save)
         if not quiet:
             _echo(log)
         summary = cycle.run()
@@ -126,32 +124,12 @@ def run_nightly(home: Home, args, quiet: bool = False) -> int:
     return code
 
 
-def _cycle(home: Home, args, folder: Path, record: NightlyRecord, log, save):
-    from orchestrator.bench.tasks import DEFAULT_MATRIX, load_matrix
-    from orchestrator.improve.cycle import ImproveCycle
-    from orchestrator.improve.git import repo_root
-    from orchestrator.improve.records import ImproveConfig
-    from orchestrator.improve.trial import SubprocessMatrix
-    from orchestrator.llm.client import LLMClient, LLMConfig, check_model
-
-    for name in (record.model, record.improver_model):
-        check_model(name)
-    repo = repo_root(Path(args.repo) if getattr(args, "repo", None) else SOURCE_ROOT)
-    matrix = Path(args.matrix).resolve() if args.matrix else DEFAULT_MATRIX
-    load_matrix(matrix)
-    budget = parse_duration(args.time_budget) if args.time_budget else None
-    runner = SubprocessMatrix(
-        home.root, matrix, record.model, args.repeats, args.jobs, args.api_base
-    )
-    improver = LLMClient(LLMConfig(model=record.improver_model, api_base=args.api_base))
-    config = ImproveConfig(iterations=args.iterations, apply=args.apply, max_seconds=budget)
+def _cycle(home: Home, request, folder: Path, log, save):
+    from orchestrator.improve.setup import make_cycle
 
     def event(text: str) -> None:
         log.info(text)
         if text.startswith("iter ") and not text.split(": ", 1)[1].startswith("weakness"):
             save()  # an iteration ended: the report shows it now
 
-    cycle = ImproveCycle(
-        home, repo, runner, improver, config, on_event=event, folder=folder / "improve"
-    )
-    return cycle
+    return make_cycle(home, request, on_event=event, folder=folder / "improve")

@@ -1,6 +1,6 @@
 """SVG drawing for the report's charts: scales, ticks, text, marks, legends, frames.
 
-The pieces every chart in :mod:`orchestrator.nightly.run.charts` is made of, kept apart from the
+The pieces every chart in :mod:`orchestrator.nightly.charts` is made of, kept apart from the
 charts themselves so each file has one job. Everything returns SVG text; all text is
 escaped (and stripped of XML-illegal characters) so any label keeps the file well-formed,
 and every data mark carries ``class="mark"`` with ``data-series``, ``data-x`` and

@@ -10,7 +10,8 @@ What this module decides, and why:
   the scrubbed environment, the limits and a private ``TMPDIR``/``HOME``.
 * **Namespaces**: no network, IPC, PID, UTS or user sharing with the host (the network
   only when the caller asks, for cadillac's own dependency installs), a new session,
-  every capability dropped, and the sandbox dies with its parent. Inside another
+  the unprivileged user ``nobody`` with every capability dropped, and the sandbox dies
+  with its parent. Inside another
   bubblewrap sandbox (an improve trial), where a fresh ``/proc`` cannot be mounted, the
   outer sandbox's ``/proc`` is bound read-only instead: :func:`probe` finds which works.
 * **Limits** per command (:class:`ExecConfig`): address space (4 GiB), file size, CPU
@@ -161,6 +162,9 @@ class Executor(Protocol):
 
 # ---------------------------------------------------------------------------- bubblewrap
 PROBE_MOUNTS = ["--ro-bind", "/usr", "/usr", "--dev", "/dev"]
+IDENTITY = ["--unshare-all", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
+"""Inside, every command is the unprivileged ``nobody`` with no capabilities (a sandbox that
+maps no root can make another one inside it: an improve trial's builds)."""
 
 
 def probe(bwrap: str) -> tuple[str | None, str]:
@@ -181,8 +185,7 @@ def _probe(program: str) -> tuple[str | None, str]:
     ]
     why = ""
     for mode, proc in (("mount", ["--proc", "/proc"]), ("bind", ["--ro-bind", "/proc", "/proc"])):
-        argv = [program, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL"]
-        argv += [*links, *PROBE_MOUNTS, *proc, "--", "true"]
+        argv = [program, *IDENTITY, "--die-with-parent", *links, *PROBE_MOUNTS, *proc, "--", "true"]
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
         except (OSError, subprocess.SubprocessError) as exc:
@@ -232,11 +235,10 @@ class Bubblewrap:
         run_env = _environment(path_prefix, env, package_config, policy.SANDBOX_HOME, "/tmp")
         toolchains = policy.toolchain_roots(self.config.toolchains, run_env["PATH"])
         run_env = {**policy.toolchain_env(toolchains), **run_env}
-        argv = [shutil.which(self.config.bwrap) or self.config.bwrap, "--unshare-all"]
+        argv = [shutil.which(self.config.bwrap) or self.config.bwrap, *IDENTITY]
         if network:
             argv.append("--share-net")
-        argv += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-        argv += ["--hostname", "sandbox"]
+        argv += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
         argv += policy.mounts(
             cwd,
             proc=mode or "mount",

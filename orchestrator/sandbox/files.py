@@ -98,23 +98,27 @@ def copy_tree(
     skip_dirs: frozenset[str] = frozenset(),
     max_file_bytes: int = 50 * 1024**2,
     max_total_bytes: int = 500 * 1024**2,
+    max_depth: int = 64,
 ) -> CopyReport:
     """Copy the regular files and folders under ``src`` into the new folder ``dst``.
 
     Links and special files are not followed and not copied; they are listed in the
-    report's ``skipped``, as are folders named in ``skip_dirs`` and files over the limits.
+    report's ``skipped``, as are folders deeper than ``max_depth`` and files over the
+    limits. Folders named in ``skip_dirs`` are left out silently.
     """
     report = CopyReport()
     dst.mkdir(parents=True, exist_ok=False)
     top = os.open(src, DIR_FLAGS)
     try:
-        _copy_dir(top, Path(dst), "", skip_dirs, max_file_bytes, max_total_bytes, report)
+        limits = (skip_dirs, max_file_bytes, max_total_bytes, max_depth)
+        _copy_dir(top, Path(dst), "", limits, report)
     finally:
         os.close(top)
     return report
 
 
-def _copy_dir(dfd, dst: Path, rel: str, skip, max_file, max_total, report: CopyReport) -> None:
+def _copy_dir(dfd, dst: Path, rel: str, limits, report: CopyReport) -> None:
+    skip, max_file, max_total, depth = limits
     with os.scandir(dfd) as entries:
         names = sorted((e.name, e.stat(follow_symlinks=False).st_mode) for e in entries)
     for name, mode in names:
@@ -122,10 +126,14 @@ def _copy_dir(dfd, dst: Path, rel: str, skip, max_file, max_total, report: CopyR
         if stat.S_ISDIR(mode):
             if name in skip:
                 continue
+            if depth <= 0:
+                report.skipped.append(f"{where}: a folder too deep, not copied")
+                continue
             child = os.open(name, DIR_FLAGS, dir_fd=dfd)
             try:
                 (dst / name).mkdir()
-                _copy_dir(child, dst / name, f"{where}/", skip, max_file, max_total, report)
+                deeper = (skip, max_file, max_total, depth - 1)
+                _copy_dir(child, dst / name, f"{where}/", deeper, report)
             finally:
                 os.close(child)
         elif stat.S_ISREG(mode):

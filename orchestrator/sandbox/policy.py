@@ -218,4 +218,4 @@ def mounts(
     args += _bind("--bind", workspace)
     for path in writable:
         args += _bind("--bind", Path(path).resolve())
-    return args
+    return [*args, "--remount-ro", "/"]  # the skeleton bwrap built the mounts on: read-only

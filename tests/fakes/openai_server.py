@@ -3,8 +3,8 @@
 It answers ``POST .../chat/completions`` from a queue: each entry is either a
 response (content and/or tool calls, in the same shape the scripted back end
 takes) or a fault ``{"status": 429, "headers": {...}, "delay_s": 0}``. Every
-request body is kept in ``requests`` so tests can assert what was sent and
-how many attempts were made.
+request body is kept in ``requests`` (and its headers in ``headers``) so tests can
+assert what was sent and how many attempts were made.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ class FakeOpenAI:
         self.queue: list[Any] = [] if script is None or callable(script) else list(script)
         self.policy = script if callable(script) else None
         self.requests: list[dict] = []
+        self.headers: list[dict[str, str]] = []
         self.lock = threading.Lock()
         fake = self
 
@@ -36,6 +37,7 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with fake.lock:
                     fake.requests.append(body)
+                    fake.headers.append(dict(self.headers.items()))
                     if fake.policy is not None:
                         entry = fake.policy(body)
                     else:

@@ -135,6 +135,20 @@ def test_links_and_special_files_in_the_workspace_are_never_followed(task, tmp_p
     ]
 
 
+def test_a_workspace_nested_thousands_deep_is_scored_without_it(task, tmp_path):
+    ws = project(tmp_path)
+    deep = ws / "x"
+    deep.mkdir()
+    os.chdir(deep)
+    for _ in range(1500):  # deeper than any path the host could name
+        os.mkdir("x")
+        os.chdir("x")
+    os.chdir(tmp_path)
+    result = score(task, ws)
+    assert (result.verdict, result.score) == ("scored", 1.0)
+    assert any("too deep" in s for s in result.skipped)
+
+
 def test_a_project_that_cannot_be_set_up_is_broken(task, tmp_path):
     ws = project(tmp_path)
     (ws / "plan.json").unlink()

@@ -321,3 +321,27 @@ def test_unsafe_no_sandbox_says_so_at_the_start_and_in_the_summary(home, capsys)
     sandboxed = Builder.start(Home(home), config(BUILDER), wordfreq.TASK)
     sandboxed.build()
     assert json.loads(sandboxed.run.summary_path.read_text())["unsafe_no_sandbox"] is False
+
+
+def test_resuming_a_passed_run_does_nothing_and_says_so(seeded, capsys):
+    model = register_script("wordfreq-resume-passed", wordfreq.policy)
+    builder = Builder.start(seeded, config(model), wordfreq.TASK)
+    assert builder.build().status == "passed"
+    memory, events_before = seeded.memory_path.read_bytes(), builder.run.events_path.read_bytes()
+    assert main(["build", "--resume", builder.run.id, "--model", model]) == 0
+    assert f"run {builder.run.id} already passed: nothing to resume" in capsys.readouterr().out
+    assert seeded.memory_path.read_bytes() == memory  # no second boost
+    assert builder.run.events_path.read_bytes() == events_before
+
+
+def test_a_live_run_cannot_be_resumed_by_a_second_process(home, capsys):
+    model = register_script("wordfreq-live", wordfreq.policy)
+    builder = Builder.start(Home(home), config(model), wordfreq.TASK)
+    held = builder.run.lock()  # as a running build holds it
+    try:
+        assert main(["build", "--resume", builder.run.id, "--model", model]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "being built by another process" in err
+        assert not builder.run.events_path.exists() and builder.run.summary() is None
+    finally:
+        held.release()

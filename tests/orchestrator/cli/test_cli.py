@@ -213,6 +213,23 @@ def test_a_corrupt_line_is_a_warning_and_nothing_is_lost(capsys, home):
     assert json.loads(rejected)["raw"] == "{broken"
 
 
+def test_forget_on_a_read_only_memory_is_one_line_and_changes_nothing(capsys, home):
+    made = add(capsys, "a lesson about read-only memory files")["lesson"]
+    path = home / "memory.jsonl"
+    path.chmod(0o444)  # root, who may write anything, is refused too
+    before = path.read_bytes()
+    code, out, err = run(capsys, "memory", "forget", made["id"])
+    assert code == 1 and out == ""
+    assert err.startswith("cadillac: error: ") and err.count("\n") == 1
+    assert "read-only" in err and "nothing was changed" in err and err.endswith(f"{path}\n")
+    assert path.read_bytes() == before
+    argv = ("memory", "add", "--type", "dependency", "--trigger", "t", "--fix", "f")
+    code, out, err = run(capsys, *argv)
+    assert code == 1 and err.count("\n") == 1 and "read-only" in err
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in home.iterdir()) == ["memory.jsonl", "memory.jsonl.lock"]
+
+
 def test_bare_group_lists_and_bare_command_shows_help(capsys, corpus_home):
     code, out, _ = run(capsys, "memory")
     assert code == 0 and "403 lesson(s)" in out
@@ -234,3 +251,26 @@ def test_module_entry_point_and_fast_help():
         [sys.executable, "-m", "orchestrator", "--version"], capture_output=True, text=True
     )
     assert done.returncode == 0 and done.stdout.startswith("cadillac ")
+
+
+def test_an_api_base_belongs_to_the_model_it_was_given_for():
+    from orchestrator.cli import build_parser
+    from orchestrator.cli.improve import cycle_request
+
+    def request(*argv):
+        return cycle_request(build_parser().parse_args(["improve", *argv]))
+
+    local = ["--model", "openai/local", "--api-base", "http://127.0.0.1:8080/v1"]
+    hosted = request(*local, "--improver-model", "anthropic/claude-sonnet-4-5")
+    assert hosted.builder.api_base == "http://127.0.0.1:8080/v1"
+    assert (
+        hosted.improver.model == "anthropic/claude-sonnet-4-5" and hosted.improver.api_base is None
+    )
+    both = request(*local, "--improver-model", "openai/big", "--improver-api-base", "http://h:1/v1")
+    assert both.improver.api_base == "http://h:1/v1"
+    same = request(*local)  # no improver given: the builder, with its server
+    assert same.improver.model == "openai/local" and same.improver.api_base == local[3]
+    fallbacks = request(
+        *local, "--fallback-model", "openai/b", "--fallback-api-base", "http://b/v1"
+    )
+    assert [e.api_base for e in fallbacks.builder.endpoints()] == [local[3], "http://b/v1"]

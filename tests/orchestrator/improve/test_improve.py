@@ -16,7 +16,7 @@ from orchestrator.home import Home
 from orchestrator.improve.cycle import ImproveCycle
 from orchestrator.improve.git import cycle_lock
 from orchestrator.improve.records import ImproveConfig
-from orchestrator.improve.trial import SubprocessMatrix
+from orchestrator.improve.trial import SandboxedMatrix
 from orchestrator.llm.backends import register_script
 from orchestrator.llm.client import LLMClient, LLMConfig
 from tests.fakes.improve_policies import SENTENCE
@@ -42,7 +42,9 @@ def cycle(home, repo, improver_script, runner=None, **cfg) -> ImproveCycle:
     improver = LLMClient(
         LLMConfig(model=register_script(f"improver-{id(improver_script)}", improver_script))
     )
-    runner = runner or SubprocessMatrix(Path(home), SMALL, BUILDER, repeats=2, jobs=2)
+    runner = runner or SandboxedMatrix(
+        Home(home), SMALL, LLMConfig(model=BUILDER), repeats=2, jobs=2
+    )
     cfg.setdefault(
         "test_command",
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_smoke.py"],
@@ -146,7 +148,7 @@ class CoinFlips:
         self.rng, self.tasks, self.repeats, self.p = random.Random(seed), tasks, repeats, p
         self.runs = 0
 
-    def run(self, code: Path, label: str) -> MatrixResults:
+    def run(self, code: Path, label: str, folder: Path) -> MatrixResults:
         self.runs += 1
         runs, stats = [], []
         for task in [*self.tasks, "h1"]:
@@ -280,16 +282,16 @@ def test_status_and_runs_show_read_the_records(home, repo, capsys):
 class Lift(CoinFlips):
     """Every baseline build fails and every candidate build passes."""
 
-    def run(self, code: Path, label: str) -> MatrixResults:
+    def run(self, code: Path, label: str, folder: Path) -> MatrixResults:
         self.p = 0.0 if label == "baseline" else 1.0
-        return super().run(code, label)
+        return super().run(code, label, folder)
 
 
 class Interrupted(CoinFlips):
-    def run(self, code: Path, label: str) -> MatrixResults:
+    def run(self, code: Path, label: str, folder: Path) -> MatrixResults:
         if label == "candidate":
             raise KeyboardInterrupt
-        return super().run(code, label)
+        return super().run(code, label, folder)
 
 
 ONE_NOTE = [answer([{"file": "phases/build.md", "search": "# Phase: build\n",
@@ -324,7 +326,7 @@ def test_repeated_tool_errors_are_a_weakness(home):
     error = {"kind": "tool", "phase": "build", "data": {"tool": "edit_file", "ok": False,
              "error": "The search text occurs 2 times in app.py; include more lines"}}  # fmt: skip
     (runs_dir / "r1" / "events.jsonl").write_text("\n".join([json.dumps(error)] * 3) + "\n")
-    results = CoinFlips(0, tasks=("t1",), repeats=1).run(Path("."), "x")
+    results = CoinFlips(0, tasks=("t1",), repeats=1).run(Path("."), "x", Path("."))
     results.runs[0].run_id = "r1"
     results.runs[0].score = 0.0
     kinds = {w.kind: w for w in find_weaknesses(results, runs_dir)}

@@ -201,3 +201,36 @@ def test_a_policy_can_be_named_by_import_path(tmp_path):
     assert llm.complete([{"role": "user", "content": "one two three"}]).content == "3 words"
     with pytest.raises(ModelError, match="cannot load policy"):
         client(tmp_path, "scripted:tests.fakes.policies:nope")
+
+
+def test_each_model_keeps_its_own_server_and_a_local_server_never_gets_a_provider_key(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-hosted-canary")
+    with FakeOpenAI(lambda body: {"status": 503}) as primary, FakeOpenAI(["local"]) as second:
+        llm = client(
+            tmp_path,
+            "openai/primary",
+            api_base=primary.api_base,
+            fallback_models=["openai/second"],
+            fallback_api_bases=[second.api_base],
+            max_attempts=2,
+        )
+        assert llm.complete(HELLO).content == "local"
+    assert [r["model"] for r in primary.requests] == ["primary", "primary"]
+    assert [r["model"] for r in second.requests] == ["second"]  # not sent to the primary's
+    for h in primary.headers + second.headers:
+        assert h["authorization"] == "Bearer sk-no-key"
+    monkeypatch.setenv("CADILLAC_API_KEY", "sk-for-the-local-server")
+    with FakeOpenAI(["ok"]) as server:
+        client(tmp_path, "openai/m", api_base=server.api_base).complete(HELLO)
+    assert server.headers[0]["authorization"] == "Bearer sk-for-the-local-server"
+
+
+def test_a_trial_gets_only_the_variables_its_models_need(monkeypatch):
+    from orchestrator.llm.keys import provider_env
+
+    assert provider_env("openai/gpt-4o", None)[0] == "OPENAI_API_KEY"
+    assert provider_env("anthropic/claude-sonnet-4-5", None) == ("ANTHROPIC_API_KEY",)
+    assert provider_env("openai/local", "http://127.0.0.1:8080/v1") == ("CADILLAC_API_KEY",)
+    assert provider_env("scripted:x", None) == () and provider_env("replay:/x", None) == ()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 from pathlib import Path
 
@@ -145,7 +144,6 @@ def test_malformed_calls_are_explained_not_raised(
     assert not (box.workspace.root / "a.py").exists()
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 def test_the_models_run_tool_never_reaches_the_network(tmp_path: Path):
     box = ToolBox(Workspace(tmp_path / "ws"), ExecConfig(sandbox="bwrap"))
     with socket.socket() as server:
