@@ -3,11 +3,14 @@
 Every finished phase appends one :class:`BudgetRow` (rounds used, files, task
 tags, outcome). A phase's budget for a new task is::
 
-    max(default, ceil(p90(rounds of matching rows) * 1.2))
+    min(10 * default, max(default, ceil(p90(rounds of matching rows) * 1.2)))
 
 where matching rows are rows of that phase whose tags share at least one tag
 with the task's, and p90 is numpy's linear-interpolation percentile. With
-fewer than 3 matching rows (or no task tags) the default stands. Each
+fewer than 3 matching rows (or no task tags) the default stands. The ceiling
+(:data:`CEILING`) keeps a history of runaway phases (rows of hundreds of rounds
+that ran out of a large budget, or rows from another system) from granting a
+phase a budget that is no longer a limit; the reason says when it cut. Each
 :class:`Budget` carries the numbers and a sentence saying which rule decided,
 so a user can see why a phase got its rounds. The phases and their default rounds are
 given by the caller (cadillac passes ``phases.DEFAULT_ROUNDS``; this package imports
@@ -32,6 +35,8 @@ from memory.tags import normalize_tags
 MIN_SAMPLES = 3
 HEADROOM = 1.2
 PERCENTILE = 90
+CEILING = 10
+"""A phase's budget is at most this many times its default, whatever the history says."""
 Outcome = Literal["passed", "budget_exhausted", "error"]
 
 
@@ -149,6 +154,10 @@ def _budget(phase: str, default: int, rounds: list[int], have_tags: bool) -> Bud
             phase=phase, rounds=default, default=default, samples=n, p90=p90, reason=reason
         )
     reason = f"history: p90 {p90:g} x {HEADROOM} = {scaled:.1f} over {n} matching rows"
+    ceiling = CEILING * default
+    if wanted > ceiling:
+        reason += f", capped at {CEILING}x the default ({ceiling})"
+        wanted = ceiling
     return Budget(phase=phase, rounds=wanted, default=default, samples=n, p90=p90, reason=reason)
 
 

@@ -53,6 +53,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -279,8 +280,10 @@ def recall(
     limit: int = 10,
     scorer: str = "default",
     now: float | None = None,
+    exclude_tags: Collection[str] = (),
 ) -> list[Recalled]:
-    """The ``limit`` best lessons for ``task`` under the named scorer, best first."""
+    """The ``limit`` best lessons for ``task`` under the named scorer, best first; never a
+    lesson carrying one of ``exclude_tags``."""
     if scorer not in SCORERS:
         raise ValueError(f"unknown scorer {scorer!r}; choose one of {', '.join(SCORERS)}")
     if limit <= 0 or index.n_alive == 0:
@@ -288,6 +291,11 @@ def recall(
     now = time.time() if now is None else now
     s = SCORERS[scorer].score(index, task, now)
     candidates = np.flatnonzero(s.keep)
+    if exclude_tags:
+        excluded = set(exclude_tags)
+        candidates = np.array(
+            [i for i in candidates if excluded.isdisjoint(index.slots[i].tags)], dtype=int
+        )
     if len(candidates) > limit:
         part = np.argpartition(-s.score[candidates], limit - 1)[:limit]
         kth = s.score[candidates[part]].min()  # keep ties at the cut, then order by slot

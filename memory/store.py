@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Container, Iterable
+from collections.abc import Collection, Container, Iterable
 
 from pydantic import BaseModel
 
@@ -151,10 +151,16 @@ class MemoryStore:
         return None if slot is None else index.slots[slot]
 
     def recall(
-        self, task: str, limit: int = 10, scorer: str = "default", now: float | None = None
+        self,
+        task: str,
+        limit: int = 10,
+        scorer: str = "default",
+        now: float | None = None,
+        exclude_tags: Collection[str] = (),
     ) -> list[Recalled]:
         """The lessons most worth showing for ``task`` (see :mod:`memory.recall`)."""
-        return recall(self._sync(), task, limit=limit, scorer=scorer, now=now)
+        index = self._sync()
+        return recall(index, task, limit=limit, scorer=scorer, now=now, exclude_tags=exclude_tags)
 
     def stats(self) -> MemoryStats:
         lessons = self.all()

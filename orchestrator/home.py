@@ -36,6 +36,11 @@ class Home:
         return self.root / "phase_budgets.jsonl"
 
     @property
+    def self_memory_path(self) -> Path:
+        """The improve cycle's lessons about cadillac itself: recalled by the improver only."""
+        return self.root / "self_memory.jsonl"
+
+    @property
     def runs_dir(self) -> Path:
         return self.root / "runs"
 

@@ -1,118 +1,285 @@
-"""When an improve-cycle patch is kept: a lift beyond the threshold that is not noise.
+"""When an improve-cycle patch is kept: a lift over the threshold, credibly, across tasks.
 
-A single build is a noisy measurement: the same code can pass a task once and
-fail it the next time. So the baseline and the candidate each run every train
-task K times, and the comparison is *paired*: for task t and repeat r the
-difference ``candidate[t][r] - baseline[t][r]`` (weighted by the task's
-weight, so the mean of the differences is the lift of the weighted matrix
-score). A patch is accepted only when all three hold:
+A single build is a noisy measurement: the same code can pass a task once and fail it the
+next time. So the candidate and the baseline each build every train task several times,
+and the rule compares them task by task, because the *task* is the unit that varies
+(repeat ``r`` of the baseline and repeat ``r`` of the candidate are not pairs):
 
-1. the train lift (the weighted mean difference) is at least the threshold;
-2. it is not noise: the lower bound of the two-sided 95% Student-t interval of
-   the mean difference is above zero (fewer than two differences give no
-   interval, so no patch is shown to help; identical differences give a
-   zero-width one);
-3. the holdout mean does not fall by more than the threshold.
+* for each task, ``d = mean(candidate scores) - mean(baseline scores)``; the lift is the
+  weighted mean of the ``d`` (the lift of the weighted matrix score);
+* the test is one-sided over tasks, with the threshold as the minimum effect:
+  ``H0: lift <= threshold``. Its statistic is the studentized mean of
+  ``w * (d - threshold)`` (weights scaled to mean 1), and its p-value comes from the
+  paired sign-flip permutation distribution: under H0 each task's difference is as likely
+  to have either sign. :func:`sign_flip_p` enumerates all ``2^n`` sign vectors when there
+  are at most :data:`EXACT_TASKS` tasks (exact), else draws a fixed-seed sample. No
+  p-value below ``2^-n`` exists for n tasks (0.0625 for 4), so a matrix needs enough
+  train tasks for a small alpha to be reachable at all (:func:`smallest_p`).
 
-Everything here is plain arithmetic on numbers the caller measured, so the
-rule can be tested on fixed inputs at its boundaries.
+A patch goes through three stages (:func:`screen`, :func:`full`, :func:`confirm`; the
+cycle runs the builds, this module only decides):
+
+1. **screen**: one repeat per train task of both; a candidate whose lift is below
+   ``screen_floor`` (clearly worse, not just unlucky) is dropped as hopeless;
+2. **full**: more repeats, to ``full_repeats`` of both; dropped when the lift is below
+   the threshold or its p-value above ``futility_p``;
+3. **confirm**: an independent round of ``confirm_repeats`` more of both. Accepted only
+   when the confirmation round's own lift is at least the threshold, the test over all
+   rounds together gives ``p <= alpha`` and the holdout does not veto.
+
+**Error control per night.** ``alpha = night_alpha / iterations`` for each iteration
+(Bonferroni): whatever the night's iterations find, the chance that a night with no
+real improvement keeps anything is at most ``night_alpha``. The screen and full stages
+only drop candidates, so they cannot add false accepts.
+
+**The holdout vetoes on evidence, not a point.** With the holdout tasks' differences,
+the same sign-flip test asks whether the holdout's *drop* is credibly more than the
+threshold (``H0: holdout lift >= -threshold``); a p-value at or below
+``holdout_alpha`` rejects the patch. A small holdout cannot veto on a whim.
+
+Everything here is arithmetic on numbers the caller measured, so the rule can be tested
+on fixed inputs at its boundaries and driven by ``benchmarks/improve_power.py``.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+import functools
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
-# Two-sided 95% Student-t quantiles (t_{0.975, df}) for df = 1..30; above 30 the
-# values approach 1.96 and are interpolated in 1/df, which is exact to 3 decimals.
-_T975 = [
-    12.706,
-    4.303,
-    3.182,
-    2.776,
-    2.571,
-    2.447,
-    2.365,
-    2.306,
-    2.262,
-    2.228,
-    2.201,
-    2.179,
-    2.160,
-    2.145,
-    2.131,
-    2.120,
-    2.110,
-    2.101,
-    2.093,
-    2.086,
-    2.080,
-    2.074,
-    2.069,
-    2.064,
-    2.060,
-    2.056,
-    2.052,
-    2.048,
-    2.045,
-    2.042,
-]
+EXACT_TASKS = 16
+"""Up to this many tasks the sign-flip distribution is enumerated; above, sampled."""
+SAMPLED_FLIPS = 100_000
 
 
-def t975(df: int) -> float:
-    """The 0.975 quantile of Student's t with ``df`` degrees of freedom."""
-    if df < 1:
-        raise ValueError("degrees of freedom must be at least 1")
-    if df <= 30:
-        return _T975[df - 1]
-    return 1.960 + (2.042 - 1.960) * 30 / df
+class DecisionConfig(BaseModel):
+    """The keep-or-drop rule's settings (the defaults are what benchmarks/improve_power.py
+    measured against its targets on the default matrix)."""
 
+    model_config = ConfigDict(extra="forbid")
 
-class Interval(BaseModel):
-    mean: float
-    low: float
-    high: float
-    n: int
-
-
-def paired_interval(differences: Sequence[float]) -> Interval:
-    """Mean of the differences and its 95% t interval (unbounded below two differences)."""
-    d = np.asarray(differences, dtype=float)
-    n = len(d)
-    mean = float(d.mean()) if n else 0.0
-    if n < 2:
-        return Interval(mean=mean, low=-math.inf, high=math.inf, n=n)
-    half = t975(n - 1) * float(d.std(ddof=1)) / math.sqrt(n)
-    return Interval(mean=mean, low=mean - half, high=mean + half, n=n)
-
-
-class Decision(BaseModel):
-    accepted: bool
-    train_delta: float
-    holdout_delta: float | None
-    interval: Interval
-    reason: str
+    threshold: float = Field(default=0.01, ge=0)
+    """The least lift of the train score worth keeping: the test's minimum effect."""
+    night_alpha: float = Field(default=0.05, gt=0, lt=1)
+    """The chance a cycle with no real improvement keeps anything, at most."""
+    screen_repeats: int = Field(default=1, ge=1)
+    screen_floor: float = Field(default=-0.1, le=0)
+    """The screen drops a candidate whose lift is below this: clearly worse, not unlucky."""
+    full_repeats: int = Field(default=5, ge=2)
+    """Repeats per task of each side after the full stage (the screen's included)."""
+    confirm_repeats: int = Field(default=8, ge=1)
+    futility_p: float = Field(default=0.3, gt=0, le=1)
+    """The full stage drops a candidate whose p-value is above this."""
+    holdout_alpha: float = Field(default=0.1, gt=0, lt=1)
 
 
 Scores = Mapping[str, Sequence[float]]
-"""task id -> the scores of its repeats."""
+"""task id -> the scores of its builds."""
 
 
-def paired_differences(
+class Test(BaseModel):
+    """One sign-flip test over tasks: the lift, its p-value, how many tasks."""
+
+    lift: float
+    p: float
+    tasks: int
+
+
+class Stage(BaseModel):
+    """What one stage decided."""
+
+    stage: str
+    go_on: bool
+    """False: the candidate is dropped here (or, after confirm, not accepted)."""
+    train: Test
+    holdout: Test | None = None
+    reason: str
+
+
+def smallest_p(tasks: int) -> float:
+    """The smallest p-value an exact sign-flip test over ``tasks`` tasks can give."""
+    return 2.0**-tasks
+
+
+@functools.cache
+def _signs(n: int) -> np.ndarray:
+    if n <= EXACT_TASKS:
+        return np.array(list(itertools.product((1.0, -1.0), repeat=n)))
+    rng = np.random.default_rng(20261201)
+    flips = rng.choice((1.0, -1.0), size=(SAMPLED_FLIPS, n))
+    return np.vstack([np.ones(n), flips])  # the observed signs are one of them
+
+
+def _studentized(x: np.ndarray) -> np.ndarray:
+    """mean / (sd / sqrt(n)) of each row (a row of equal values: +-inf or 0)."""
+    n = x.shape[-1]
+    mean = x.mean(axis=-1)
+    sd = x.std(axis=-1, ddof=1) if n > 1 else np.zeros_like(mean)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = mean / (sd / np.sqrt(n))
+    flat = np.where(mean > 0, np.inf, np.where(mean < 0, -np.inf, 0.0))
+    return np.where(sd > 1e-12, t, flat)
+
+
+def sign_flip_p(values: Sequence[float]) -> float:
+    """One-sided p-value of ``mean(values) > 0`` by the sign-flip distribution of the
+    studentized mean (exact up to EXACT_TASKS values). No values: 1."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return 1.0
+    observed = float(_studentized(x[None, :])[0])
+    flipped = _studentized(_signs(x.size) * x)
+    return float(np.mean(flipped >= observed - 1e-9))
+
+
+def task_differences(
     baseline: Scores, candidate: Scores, weights: Mapping[str, float]
-) -> list[float]:
-    """Per task, per repeat: weight-scaled candidate minus baseline, for shared tasks."""
-    tasks = sorted(set(baseline) & set(candidate))
-    total = sum(weights.get(t, 1.0) for t in tasks) or 1.0
-    out = []
-    for t in tasks:
-        scale = weights.get(t, 1.0) * len(tasks) / total
-        for b, c in zip(baseline[t], candidate[t], strict=False):
-            out.append(scale * (c - b))
-    return out
+) -> tuple[np.ndarray, np.ndarray]:
+    """(per-task mean differences, weights scaled to mean 1) for the tasks both measured."""
+    tasks = sorted(t for t in set(baseline) & set(candidate) if baseline[t] and candidate[t])
+    d = np.array([np.mean(candidate[t]) - np.mean(baseline[t]) for t in tasks], dtype=float)
+    w = np.array([weights.get(t, 1.0) for t in tasks], dtype=float)
+    return d, (w * len(w) / w.sum() if len(w) else w)
+
+
+def lift_test(
+    baseline: Scores, candidate: Scores, weights: Mapping[str, float], shift: float = 0.0
+) -> Test:
+    """The weighted lift and the p-value of ``H0: lift <= shift``."""
+    d, w = task_differences(baseline, candidate, weights)
+    lift = float(np.mean(w * d)) if len(d) else 0.0
+    return Test(lift=lift, p=sign_flip_p(w * (d - shift)), tasks=len(d))
+
+
+def drop_test(baseline: Scores, candidate: Scores, weights: Mapping[str, float], margin: float):
+    """The holdout lift, and the p-value of ``H0: the drop is at most margin``."""
+    d, w = task_differences(baseline, candidate, weights)
+    lift = float(np.mean(w * d)) if len(d) else 0.0
+    return Test(lift=lift, p=sign_flip_p(w * (-d - margin)), tasks=len(d))
+
+
+def screen(baseline: Scores, candidate: Scores, weights, cfg: DecisionConfig) -> Stage:
+    t = lift_test(baseline, candidate, weights, cfg.threshold)
+    if not t.tasks:
+        return Stage(stage="screen", go_on=False, train=t, reason="no train results to compare")
+    if t.lift < cfg.screen_floor:
+        reason = f"screen: train lift {t.lift:+.3f} is below {cfg.screen_floor:+.3f} (hopeless)"
+        return Stage(stage="screen", go_on=False, train=t, reason=reason)
+    return Stage(stage="screen", go_on=True, train=t, reason=f"screen: lift {t.lift:+.3f}")
+
+
+def full(baseline: Scores, candidate: Scores, weights, cfg: DecisionConfig) -> Stage:
+    t = lift_test(baseline, candidate, weights, cfg.threshold)
+    if t.lift < cfg.threshold:
+        reason = f"full: train lift {t.lift:+.3f} is below the threshold {cfg.threshold:.3f}"
+        return Stage(stage="full", go_on=False, train=t, reason=reason)
+    if t.p > cfg.futility_p:
+        reason = f"full: train lift {t.lift:+.3f} looks like noise (p = {t.p:.3f})"
+        return Stage(stage="full", go_on=False, train=t, reason=reason)
+    return Stage(stage="full", go_on=True, train=t, reason=f"full: lift {t.lift:+.3f}, p {t.p:.3f}")
+
+
+def confirm(
+    pooled_baseline: Scores,
+    pooled_candidate: Scores,
+    round_baseline: Scores,
+    round_candidate: Scores,
+    holdout_baseline: Scores,
+    holdout_candidate: Scores,
+    weights: Mapping[str, float],
+    cfg: DecisionConfig,
+    alpha: float,
+) -> Stage:
+    """The final decision: every train round pooled, the confirmation round on its own, and
+    the holdout (see the module docstring)."""
+    t = lift_test(pooled_baseline, pooled_candidate, weights, cfg.threshold)
+    again = lift_test(round_baseline, round_candidate, weights, cfg.threshold)
+    hold = drop_test(holdout_baseline, holdout_candidate, weights, cfg.threshold)
+    held = hold if hold.tasks else None
+    thr = cfg.threshold
+    if again.lift < thr:
+        reason = f"confirm: the confirmation round's lift {again.lift:+.3f} is below {thr:.3f}"
+        ok = False
+    elif t.lift < thr:
+        reason, ok = f"confirm: train lift {t.lift:+.3f} is below the threshold {thr:.3f}", False
+    elif t.p > alpha:
+        reason = (
+            f"confirm: train lift {t.lift:+.3f} over {thr:.3f} is not credible "
+            f"(p = {t.p:.4f} > alpha {alpha:.4f})"
+        )
+        ok = False
+    elif held is not None and hold.p <= cfg.holdout_alpha:
+        reason = (
+            f"confirm: the holdout fell by {-hold.lift:.3f}, credibly more than {thr:.3f} "
+            f"(p = {hold.p:.3f})"
+        )
+        ok = False
+    else:
+        reason = f"accepted: train lift {t.lift:+.3f} (p = {t.p:.4f} <= {alpha:.4f})" + (
+            "" if held is None else f", holdout {hold.lift:+.3f}"
+        )
+        ok = True
+    return Stage(stage="confirm", go_on=ok, train=t, holdout=held, reason=reason)
+
+
+@dataclass
+class Round:
+    """The scores one round of builds measured, by side and split."""
+
+    baseline_train: dict[str, list[float]] = field(default_factory=dict)
+    candidate_train: dict[str, list[float]] = field(default_factory=dict)
+    baseline_holdout: dict[str, list[float]] = field(default_factory=dict)
+    candidate_holdout: dict[str, list[float]] = field(default_factory=dict)
+
+    def __add__(self, other: Round) -> Round:
+        def merge(a: dict, b: dict) -> dict:
+            return {t: [*a.get(t, []), *b.get(t, [])] for t in {*a, *b}}
+
+        return Round(
+            merge(self.baseline_train, other.baseline_train),
+            merge(self.candidate_train, other.candidate_train),
+            merge(self.baseline_holdout, other.baseline_holdout),
+            merge(self.candidate_holdout, other.candidate_holdout),
+        )
+
+
+Measure = Callable[[str, int, bool], Round]
+"""(stage, repeats, with_holdout) -> a new round of builds of both sides, interleaved."""
+
+
+def evaluate(
+    measure: Measure, weights: Mapping[str, float], cfg: DecisionConfig, alpha: float
+) -> list[Stage]:
+    """Run the stages (see the module docstring), asking ``measure`` for each round of
+    builds; the stages decided, the last one saying whether the patch is kept."""
+    first = measure("screen", cfg.screen_repeats, False)
+    stages = [screen(first.baseline_train, first.candidate_train, weights, cfg)]
+    if not stages[-1].go_on:
+        return stages
+    pooled = first + measure("full", cfg.full_repeats - cfg.screen_repeats, True)
+    stages.append(full(pooled.baseline_train, pooled.candidate_train, weights, cfg))
+    if not stages[-1].go_on:
+        return stages
+    again = measure("confirm", cfg.confirm_repeats, True)
+    pooled = pooled + again
+    stages.append(
+        confirm(
+            pooled.baseline_train,
+            pooled.candidate_train,
+            again.baseline_train,
+            again.candidate_train,
+            pooled.baseline_holdout,
+            pooled.candidate_holdout,
+            weights,
+            cfg,
+            alpha,
+        )
+    )
+    return stages
 
 
 def weighted_mean(scores: Scores, weights: Mapping[str, float]) -> float | None:
@@ -121,40 +288,3 @@ def weighted_mean(scores: Scores, weights: Mapping[str, float]) -> float | None:
         return None
     total = sum(weights.get(t, 1.0) for t in tasks)
     return sum(weights.get(t, 1.0) * float(np.mean(scores[t])) for t in tasks) / total
-
-
-def decide(
-    baseline_train: Scores,
-    candidate_train: Scores,
-    baseline_holdout: Scores,
-    candidate_holdout: Scores,
-    weights: Mapping[str, float],
-    threshold: float = 0.05,
-) -> Decision:
-    """Accept or reject a candidate (see the module docstring)."""
-    diffs = paired_differences(baseline_train, candidate_train, weights)
-    interval = paired_interval(diffs)
-    delta = interval.mean
-    hb, hc = weighted_mean(baseline_holdout, weights), weighted_mean(candidate_holdout, weights)
-    holdout = None if hb is None or hc is None else hc - hb
-    if not diffs:
-        reason, ok = "no paired train results to compare", False
-    elif delta < threshold:
-        reason, ok = f"train lift {delta:+.3f} is below the threshold {threshold:.3f}", False
-    elif interval.low <= 0:
-        reason = (
-            f"train lift {delta:+.3f} is not distinguishable from noise "
-            f"(95% interval {interval.low:+.3f} .. {interval.high:+.3f})"
-        )
-        ok = False
-    elif holdout is not None and holdout < -threshold:
-        reason, ok = f"holdout fell by {-holdout:.3f}, more than the threshold", False
-    else:
-        reason = (
-            f"train lift {delta:+.3f} (95% interval {interval.low:+.3f} .. "
-            f"{interval.high:+.3f})" + ("" if holdout is None else f", holdout {holdout:+.3f}")
-        )
-        ok = True
-    return Decision(
-        accepted=ok, train_delta=delta, holdout_delta=holdout, interval=interval, reason=reason
-    )

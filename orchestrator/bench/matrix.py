@@ -20,9 +20,11 @@ results so far.
 
 from __future__ import annotations
 
+import threading
 import time
+import zlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from pathlib import Path
 
 from orchestrator.bench.results import MatrixResults, TaskRun, summarise
@@ -42,16 +44,24 @@ def run_one(
     build: BuildConfig,
     learning: DeferredLearning,
     score: bool = True,
+    stop: threading.Event | None = None,
 ) -> TaskRun:
     """One build of one task, scored (unless ``score`` is False: an improve trial's builds
     are scored by the cycle, with checks the trial never sees)."""
     config = build.model_copy(update={"max_seconds": task.timeout_s})
     out = TaskRun(task_id=task.id, repeat=repeat)
+    if stop is not None and stop.is_set():  # stopped or capped before this build began
+        out.status, out.failure = "skipped", "not started: the matrix run was stopped"
+        return out
     started = time.time()
     try:
-        builder = Builder.start(home, config, task.prompt, learning=learning)
+        builder = Builder.start(home, config, task.prompt, learning=learning, stop=stop)
         out.run_id = builder.run.id
         summary = builder.build()
+    except KeyboardInterrupt:  # in a worker thread: only the stop event raises it
+        out.status, out.failure = "interrupted", "the matrix run was stopped during this build"
+        out.seconds = round(time.time() - started, 3)
+        return out
     except Exception as exc:  # a crashed build scores 0; the matrix goes on
         out.status, out.failure = "crashed", f"{type(exc).__name__}: {exc}"[:500]
         out.seconds = round(time.time() - started, 3)
@@ -93,8 +103,20 @@ def run_matrix(
     learn: bool = True,
     on_result: Callable[[TaskRun], None] | None = None,
     score: bool = True,
+    max_cost_usd: float | None = None,
+    max_tokens: int | None = None,
+    seed: int | None = None,
 ) -> MatrixResults:
-    """Run the matrix (see the module docstring); results are also written to disk."""
+    """Run the matrix (see the module docstring); results are also written to disk.
+
+    Builds of holdout tasks never learn: what they teach would leak the holdout into
+    later builds. ``max_cost_usd`` and ``max_tokens`` cap the whole run: once the builds
+    so far spent that much, no further build starts. With a ``seed``, each build's model
+    is seeded by the seed, its task and its repeat, so two runs with one seed (an improve
+    cycle's baseline and candidate) draw alike. Ctrl-C (or SIGTERM, which cadillac
+    turns into it) stops the run: queued builds are dropped, running ones are told to
+    stop and their commands killed, and the results say so.
+    """
     tasks = [
         t for t in load_matrix(matrix, require_checks=score) if split == "all" or t.split == split
     ]
@@ -110,25 +132,94 @@ def run_matrix(
     )
     folder = home.runs_dir / f"matrix-{results.id}"
     folder.mkdir(parents=True)
-    deferred, target = DeferredLearning(), HomeLearning(home) if learn else None
-    work = [(task, r) for r in range(repeats) for task in tasks]
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(run_one, home, task, r, build, deferred, score) for task, r in work]
+    deferred, discarded = DeferredLearning(), DeferredLearning()
+    target = HomeLearning(home) if learn else None
+    stop = threading.Event()
+    spend = _Spend(max_cost_usd, max_tokens)
+
+    def one(task: MatrixTask, r: int) -> TaskRun:
+        if spend.reason or stop.is_set():
+            why = spend.reason or "the matrix run was stopped"
+            return TaskRun(
+                task_id=task.id, repeat=r, status="skipped", failure=f"not started: {why}"
+            )
+        seeded = (
+            build if seed is None else build.model_copy(update={"seed": build_seed(seed, task, r)})
+        )
+        learning = deferred if task.split == "train" else discarded
+        run = run_one(home, task, r, seeded, learning, score, stop)
+        spend.add(run)
+        return run
+
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    futures = [pool.submit(one, task, r) for r in range(repeats) for task in tasks]
+    try:
         for future in as_completed(futures):
             run = future.result()
             results.runs.append(run)
+            discarded.ops.clear()
             if target is not None:  # the coordinator is the only writer
                 for op, n in deferred.apply(target).items():
                     results.learning_applied[op] = results.learning_applied.get(op, 0) + n
             summarise(results, tasks)
+            if spend.reason and not results.stopped_because:
+                results.stopped_because = spend.reason  # running builds finish; no more start
             _write(folder, results)
             if on_result is not None:
                 on_result(run)
+    except KeyboardInterrupt:
+        stop.set()  # running builds kill their commands and end, saying "interrupted"
+        pool.shutdown(wait=False, cancel_futures=True)
+        finished, _ = wait([f for f in futures if f.running()], timeout=STOP_GRACE_S)
+        for future in finished:
+            if future.exception() is None and future.result() not in results.runs:
+                results.runs.append(future.result())
+        results.stopped_because = "interrupted"
+        results.ended = time.time()
+        _write(folder, results)
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     if target is None:
         deferred.ops.clear()
     results.ended = time.time()
     _write(folder, results)
     return results
+
+
+STOP_GRACE_S = 15.0
+"""How long a stopped matrix run waits for its running builds to record that they were
+stopped (a build waiting on a model call ends only when the call does: it is left)."""
+
+
+def build_seed(seed: int, task: MatrixTask, repeat: int) -> int:
+    return zlib.crc32(f"{seed}:{task.id}:{repeat}".encode()) & 0x7FFFFFFF
+
+
+class _Spend:
+    """What the run's builds spent, kept by the builds themselves as each ends, so a cap
+    stops the next build from starting (with one worker the next build starts before the
+    coordinator hears of the last). Builds running when the cap is reached finish."""
+
+    def __init__(self, max_cost: float | None, max_tokens: int | None):
+        self.max_cost, self.max_tokens = max_cost, max_tokens
+        self.cost, self.tokens, self.reason = 0.0, 0, ""
+        self._lock = threading.Lock()
+
+    def add(self, run: TaskRun) -> None:
+        with self._lock:
+            self.cost += run.cost_usd or 0.0
+            self.tokens += run.tokens
+            if self.reason:
+                return
+            if self.max_cost is not None and self.cost >= self.max_cost:
+                self.reason = (
+                    f"the spend cap of {self.max_cost:g} USD was reached ({self.cost:.4f})"
+                )
+            elif self.max_tokens is not None and self.tokens >= self.max_tokens:
+                self.reason = (
+                    f"the token cap of {self.max_tokens:,} was reached ({self.tokens:,} tokens)"
+                )
 
 
 def _write(folder: Path, results: MatrixResults) -> None:

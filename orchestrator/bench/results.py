@@ -7,10 +7,19 @@ builds so far, so the file is current after every build.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
 import numpy as np
 from pydantic import BaseModel, Field
 
-from orchestrator.bench.tasks import MatrixTask, Split
+from orchestrator.bench.tasks import Split
+
+NOT_BUILT = ("skipped", "missing")
+"""Statuses of a TaskRun that stands for a build that never ran: ``skipped`` (a cap or a
+stop came first; left out of the scores) and ``missing`` (a trial did not report it; the
+judge scores it 0)."""
 
 
 class TaskRun(BaseModel):
@@ -64,7 +73,12 @@ class MatrixResults(BaseModel):
     train_score: float | None = None
     holdout_score: float | None = None
     cost_usd: float | None = None
+    tokens: int = 0
     learning_applied: dict[str, int] = Field(default_factory=dict)
+    runs_dir: str | None = None
+    """Where the builds' run folders are, when not the home's runs/ (an improve trial's)."""
+    stopped_because: str = ""
+    """Why builds were left unstarted (a spend cap), when some were."""
 
     def scores_by_task(self, split: str | None = None) -> dict[str, list[float]]:
         """task id -> scores in repeat order (optionally one split only)."""
@@ -79,11 +93,26 @@ class MatrixResults(BaseModel):
         return {t.task_id: t.weight for t in self.tasks}
 
 
-def summarise(results: MatrixResults, tasks: list[MatrixTask]) -> None:
+class TaskShape(Protocol):
+    """What summarise needs of a task: a MatrixTask, or a result's own statistics."""
+
+    id: str
+    split: str
+    weight: float
+
+
+@dataclass
+class _Shape:
+    id: str
+    split: str
+    weight: float
+
+
+def summarise(results: MatrixResults, tasks: Sequence[TaskShape]) -> None:
     """Fill the per-task stats and the weighted scores from the runs so far."""
     stats = []
     for task in tasks:
-        runs = [r for r in results.runs if r.task_id == task.id]
+        runs = [r for r in results.runs if r.task_id == task.id and r.status != "skipped"]
         if not runs:
             continue
         scores = [r.score for r in sorted(runs, key=lambda r: r.repeat)]
@@ -108,8 +137,27 @@ def summarise(results: MatrixResults, tasks: list[MatrixTask]) -> None:
         total = sum(t.weight for t in chosen)
         return sum(t.weight * t.mean for t in chosen) / total if chosen else None
 
+    results.tokens = sum(r.tokens for r in results.runs)
     results.score = weighted(None)
     results.train_score = weighted("train")
     results.holdout_score = weighted("holdout")
     costs = [t.cost_usd for t in stats if t.cost_usd is not None]
     results.cost_usd = float(sum(costs)) if costs else None
+
+
+def merge_results(parts: list[MatrixResults]) -> MatrixResults:
+    """Rounds of one code on one matrix as one result: each task's repeats numbered on."""
+    first = parts[0]
+    merged = first.model_copy(deep=True, update={"runs": [], "tasks": []})
+    merged.repeats = sum(p.repeats for p in parts)
+    merged.ended = max((p.ended or p.started) for p in parts)
+    offset: dict[str, int] = {}
+    for part in parts:
+        for run in sorted(part.runs, key=lambda r: (r.task_id, r.repeat)):
+            base = offset.get(run.task_id, 0)
+            merged.runs.append(run.model_copy(update={"repeat": base + run.repeat}))
+        for task in {r.task_id for r in part.runs}:
+            offset[task] = offset.get(task, 0) + part.repeats
+    stats = {t.task_id: t for p in parts for t in p.tasks}
+    summarise(merged, [_Shape(t.task_id, t.split, t.weight) for t in stats.values()])
+    return merged

@@ -18,6 +18,7 @@ it happens, and the summary is rewritten after each phase.
 
 from __future__ import annotations
 
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -67,6 +68,8 @@ class BuildConfig(BaseModel):
     """Ask the model for lessons after every phase."""
     context_chars: int = Field(default=240_000, ge=10_000)
     """When a phase's conversation grows past this, older tool results are elided."""
+    seed: int | None = None
+    """The model's sampling seed, where its provider takes one (a matrix sets it per build)."""
 
 
 class NothingToResume(CadillacError):
@@ -128,24 +131,37 @@ class Builder:
         run: Run,
         on_progress: Callable[[Progress], None] | None = None,
         learning: Learning | None = None,
+        stop: threading.Event | None = None,
     ):
         self.home, self.config, self.task, self.run = home, config, task, run
+        self.stop = stop or threading.Event()
+        """Set by whoever runs this build to stop it: its commands die, its loop ends."""
         self.on_progress = on_progress or (lambda p: None)
         self.emit = run.event
         self.store = MemoryStore(home.memory_path)
         self.history = PhaseBudgets(home.budgets_path, DEFAULT_ROUNDS)
         self.learning: Learning = learning or HomeLearning(home)
-        self.llm = LLMClient(config.llm, log_path=run.llm_path)
+        llm = (
+            config.llm
+            if config.seed is None
+            else config.llm.model_copy(update={"seed": config.seed})
+        )
+        self.llm = LLMClient(llm, log_path=run.llm_path)
         self.workspace = Workspace(run.workspace)
         self.venv_bin = run.workspace / ".venv" / "bin"
         self.env = project_env(run.workspace)
         self.toolbox = ToolBox(
-            self.workspace, config.executor, path_prefix=[self.venv_bin], env=self.env
+            self.workspace,
+            config.executor,
+            path_prefix=[self.venv_bin],
+            env=self.env,
+            stop=self.stop,
         )
         self.phases = load_phases()
         self.summary = run.summary() or RunSummary(run_id=run.id, task=task, model=config.llm.model)
         self.tags = sorted(stack_tags(infer_tags_from_text(task)))
-        recalled = self.store.recall(task, limit=config.recall_limit)
+        # the improve cycle's lessons about cadillac itself are for the improver alone
+        recalled = self.store.recall(task, limit=config.recall_limit, exclude_tags=("self",))
         self.lessons_text = format_for_prompt(recalled, config.lessons_chars)
         self.recalled_ids = [r.lesson.id for r in recalled]
         self.failure = ""
@@ -226,7 +242,7 @@ class Builder:
         except CostLimitReached as exc:
             s.status, s.reason = "stopped", str(exc)
         except KeyboardInterrupt:
-            s.status, s.reason = "stopped", f"interrupted; resume with --resume {self.run.id}"
+            s.status, s.reason = "interrupted", f"interrupted; resume with --resume {self.run.id}"
             self._finish()
             raise
         except Exception as exc:  # a bug: keep the traceback in the run, then let it surface
@@ -250,6 +266,8 @@ class Builder:
         except ModelError as exc:
             p.result.outcome, p.result.check = "error", f"model error: {exc}"
             self.failure = str(exc)
+            self._end_phase(p, reflect=False)  # the model it would ask cannot be reached
+            return p.result
         except CostLimitReached as exc:
             p.result.outcome, p.result.check = "error", str(exc)
             self._end_phase(p, learn=False)  # a stop for cost is not a lesson
@@ -341,6 +359,7 @@ class Builder:
             env=self.env,
             network=network,
             package_config=network,
+            stop=self.stop,
         )
         self.emit(
             "command",
@@ -355,7 +374,7 @@ class Builder:
         )
         return result
 
-    def _end_phase(self, p: PhaseRun, learn: bool = True) -> None:
+    def _end_phase(self, p: PhaseRun, learn: bool = True, reflect: bool = True) -> None:
         r = p.result
         r.seconds = round(time.perf_counter() - p.started, 3)
         p.record.outcome = f"{r.outcome} after {r.rounds} round(s); {r.check}"
@@ -372,7 +391,7 @@ class Builder:
         tags = self._tags()
         files = len(self.workspace.files())
         self.learning.record_phase(r.phase, r.rounds, files, tags=tags, outcome=r.outcome)
-        if self.config.reflect:
+        if self.config.reflect and reflect:
             self._reflect(p.record, tags)
 
     def _reflect(self, record: PhaseRecord, tags: list[str]) -> None:
@@ -424,6 +443,8 @@ class Builder:
         return sorted(set(self.tags) | {t.lower() for t in stack})
 
     def _guard_limits(self) -> None:
+        if self.stop.is_set():
+            raise KeyboardInterrupt  # the one who runs this build stopped it
         limit = self.config.max_seconds
         if limit is not None and time.time() - self.started > limit:
             raise CostLimitReached(

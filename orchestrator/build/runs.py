@@ -24,7 +24,8 @@ from orchestrator.errors import CadillacError
 
 SCHEMA = 1
 PhaseOutcome = Literal["passed", "budget_exhausted", "error", "skipped"]
-RunStatus = Literal["running", "passed", "failed", "stopped"]
+RunStatus = Literal["running", "passed", "failed", "stopped", "interrupted"]
+"""stopped: a cost or time limit ended it; interrupted: Ctrl-C, SIGTERM, or a killed process."""
 
 
 class TaskRecord(BaseModel):
@@ -102,6 +103,18 @@ class Run:
         self.llm_path = self.dir / "llm.jsonl"
         self.summary_path = self.dir / "summary.json"
         self.lock_path = self.dir / "run.lock"
+
+    def live(self) -> bool:
+        """Whether a process is building in this run right now (it holds the run's lock)."""
+        probe = FileLock(str(self.lock_path), timeout=0)
+        try:
+            probe.acquire()
+        except Timeout:
+            return True
+        except OSError:  # a run folder that cannot be locked is not being built by us
+            return False
+        probe.release()
+        return False
 
     def lock(self) -> FileLock:
         """The run's lock, taken: one process at a time builds in a run (a second --resume of a

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Sequence
 
@@ -42,6 +44,10 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     print(f"cadillac: warning: {message}", file=sys.stderr)
 
 
+def _terminate(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM stops a command the way Ctrl-C does
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -50,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return 0
         warnings.showwarning = _show_warning
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _terminate)
         return args.run(args) or 0
     except UsageError as exc:
         print(f"cadillac: error: {exc}", file=sys.stderr)
@@ -66,4 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         print("cadillac: interrupted", file=sys.stderr)
+        if argv is None and threading.active_count() > 1:
+            # a build thread may sit in a model call that ends only at its timeout: what
+            # matters is on disk already, so leave now instead of joining it
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(130)
         return 130

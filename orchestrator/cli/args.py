@@ -94,6 +94,22 @@ def sandbox_options() -> Parser:
 
 
 @functools.cache
+def spend_options() -> Parser:
+    """Caps on the spend of a whole matrix, improve cycle or night."""
+    p = Parser(add_help=False)
+    p.add_argument(
+        "--max-cost", type=positive_float, metavar="USD", help="stop before the spend passes this"
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=positive,
+        metavar="N",
+        help="stop once this many tokens were spent (for models without a known price)",
+    )
+    return p
+
+
+@functools.cache
 def matrix_options() -> Parser:
     p = Parser(add_help=False)
     p.add_argument("--matrix", metavar="DIR", help="a folder of tasks (default: matrices/default)")
@@ -106,7 +122,12 @@ def cycle_options() -> Parser:
     """What improve and nightly share."""
     p = Parser(add_help=False)
     p.add_argument("--iterations", type=positive, default=5, metavar="N")
-    p.add_argument("--repeats", type=positive, default=3, metavar="K", help="builds per task")
+    p.add_argument(
+        "--repeats",
+        type=number(int, lambda n: n >= 2, "must be at least 2"),
+        metavar="K",
+        help="builds per task and side in the full stage and in the confirmation (default 5 and 8)",
+    )
     p.add_argument("--improver-model", metavar="M", help="model that writes patches")
     p.add_argument(
         "--improver-api-base", metavar="URL", help="server URL of --improver-model (a local server)"

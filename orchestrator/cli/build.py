@@ -135,11 +135,14 @@ def runs_list(args: argparse.Namespace) -> int:
     rows = []
     for run in list_runs(home.runs_dir):
         s = run.summary()
+        status = s.status if s else "running"  # no summary yet: its first phase is on
+        if status == "running" and not run.live():  # its process is gone
+            status = "interrupted"
         rows.append(
             {
                 "run_id": run.id,
                 "task": run.task().task,
-                "status": s.status if s else "unknown",
+                "status": status,
                 "phases_passed": sum(p.outcome == "passed" for p in s.phases) if s else 0,
                 "cost_usd": s.cost_usd if s else None,
                 "started": s.started if s else None,

@@ -20,8 +20,10 @@ UNSAFE = (
 )
 
 
-def build_config(args: argparse.Namespace):
-    """The BuildConfig a command line asks for (model, api base, fallbacks, cost cap, sandbox)."""
+def build_config(args: argparse.Namespace, per_build_cost: bool = True):
+    """The BuildConfig a command line asks for (model, api base, fallbacks, cost cap, sandbox).
+
+    ``per_build_cost=False``: the command's ``--max-cost`` caps a whole run, not each build."""
     from orchestrator.build.agent import BuildConfig
     from orchestrator.llm.client import MODEL_HINT, LLMConfig
     from orchestrator.sandbox.executor import ExecConfig
@@ -40,4 +42,5 @@ def build_config(args: argparse.Namespace):
     executor = ExecConfig(sandbox="none" if getattr(args, "unsafe_no_sandbox", False) else "bwrap")
     if executor.sandbox == "none":
         output.err().print(f"[bold red]warning:[/] {UNSAFE}")
-    return BuildConfig(llm=llm, executor=executor, max_cost_usd=getattr(args, "max_cost", None))
+    cap = getattr(args, "max_cost", None) if per_build_cost else None
+    return BuildConfig(llm=llm, executor=executor, max_cost_usd=cap)

@@ -13,6 +13,7 @@ from orchestrator.cli.args import (
     model_options,
     positive_float,
     sandbox_options,
+    spend_options,
     unit,
 )
 from orchestrator.cli.config import build_config
@@ -29,9 +30,12 @@ def add_parsers(commands) -> None:
         matrix_options(),
         cycle_options(),
         sandbox_options(),
+        spend_options(),
         run=improve,
     )
-    p.add_argument("--threshold", type=unit, default=0.05, help="least train lift to keep a patch")
+    p.add_argument(
+        "--threshold", type=unit, help="least train lift worth keeping a patch for (default 0.01)"
+    )
     p.add_argument("--time-budget", type=positive_float, metavar="MINUTES")
     p.add_argument("--status", action="store_true", help="show the latest improve run")
     p.add_argument("--json", action="store_true")
@@ -44,7 +48,7 @@ def show_improve(folder: Path) -> None:
     if not path.is_file():
         raise CadillacError(f"{folder} has no summary.json")
     s = ImproveSummary.model_validate_json(path.read_text(encoding="utf-8"))
-    columns = ("iter", "status", "weakness", "train Δ", "95% interval", "holdout Δ", "reason")
+    columns = ("iter", "status", "weakness", "train Δ", "p", "builds", "holdout Δ", "reason")
     table = output.table(f"improve {s.id} on {s.repo}", ())
     for name in columns:
         table.add_column(name, overflow="fold")
@@ -53,23 +57,28 @@ def show_improve(folder: Path) -> None:
         return "-" if x is None else f"{x:+.3f}"
 
     for it in s.iterations:
-        interval = "-" if not it.interval else f"{it.interval[0]:+.3f} .. {it.interval[1]:+.3f}"
+        p = "-" if it.p is None else f"{it.p:.4f}"
+        builds = " + ".join(str(n) for n in it.builds.values()) or "-"
         table.add_row(
             str(it.iteration),
             it.status,
             it.weakness or "-",
             num(it.train_delta),
-            interval,
+            p,
+            builds,
             num(it.holdout_delta),
             it.reason[:120],
         )
     console = output.out()
     console.print(table)
     state = "running" if s.ended is None else s.stopped_because
+    cost = "unknown" if s.cost_usd is None else f"${s.cost_usd:.2f}"
+    alpha = "" if s.alpha is None else f"; alpha {s.alpha:.4f} per iteration"
     console.print(
         f"base {s.base_commit[:10]} -> tip {s.tip_commit[:10]}; {state}"
         + (f"; {s.apply_note}" if s.apply_note else "")
     )
+    console.print(f"{s.builds} builds, {s.tokens:,} tokens, cost {cost}{alpha}")
     console.print(f"records: {folder}")
 
 
@@ -78,7 +87,7 @@ def cycle_request(args: argparse.Namespace, max_seconds: float | None = None):
     from orchestrator.improve.setup import CycleRequest
     from orchestrator.llm.client import LLMConfig
 
-    builder = build_config(args).llm
+    builder = build_config(args, per_build_cost=False).llm
     improver = LLMConfig(
         model=args.improver_model or builder.model,
         api_base=args.improver_api_base or (None if args.improver_model else builder.api_base),
@@ -89,9 +98,11 @@ def cycle_request(args: argparse.Namespace, max_seconds: float | None = None):
         "repeats": args.repeats,
         "jobs": args.jobs,
         "iterations": args.iterations,
-        "threshold": getattr(args, "threshold", 0.05),
+        "threshold": getattr(args, "threshold", None),
         "apply": args.apply,
         "max_seconds": max_seconds,
+        "max_cost_usd": args.max_cost,
+        "max_tokens": args.max_tokens,
         "unsafe_no_sandbox": args.unsafe_no_sandbox,
     }
     if args.matrix:
@@ -99,6 +110,16 @@ def cycle_request(args: argparse.Namespace, max_seconds: float | None = None):
     if args.repo:
         fields["repo"] = Path(args.repo)
     return CycleRequest(**fields)
+
+
+def warn_about_caps(request) -> None:
+    """Say at the start when a dollar cap cannot be kept (a model's price is unknown)."""
+    from orchestrator.llm.prices import cap_warning
+
+    models = [e.model for cfg in (request.builder, request.improver) for e in cfg.endpoints()]
+    warning = cap_warning(models, request.max_cost_usd, request.max_tokens)
+    if warning:
+        output.err().print(f"[bold yellow]warning:[/] {warning}")
 
 
 def improve(args: argparse.Namespace) -> int:
@@ -111,6 +132,7 @@ def improve(args: argparse.Namespace) -> int:
     from orchestrator.improve.setup import make_cycle
 
     request = cycle_request(args, args.time_budget * 60 if args.time_budget else None)
+    warn_about_caps(request)
     cycle = make_cycle(home, request, on_event=None if args.json else output.err().print)
     summary = cycle.run()
     if args.json:

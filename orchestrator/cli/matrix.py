@@ -18,6 +18,7 @@ from orchestrator.cli.args import (
     model_options,
     positive,
     sandbox_options,
+    spend_options,
 )
 from orchestrator.cli.config import build_config
 from orchestrator.home import Home
@@ -33,6 +34,7 @@ def add_parsers(commands) -> None:
         model_options(),
         matrix_options(),
         sandbox_options(),
+        spend_options(),
         run=matrix_run,
     )
     p.add_argument("--repeats", type=positive, default=1, metavar="K")
@@ -41,6 +43,12 @@ def add_parsers(commands) -> None:
         "--no-learn", action="store_true", help="leave memory and budget history as they are"
     )
     p.add_argument("--json", action="store_true", help="print only the results, as JSON")
+    p.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed the model's sampling by task and repeat (two runs with one seed match)",
+    )
     p.add_argument(
         "--build-only",
         action="store_true",
@@ -51,10 +59,15 @@ def add_parsers(commands) -> None:
 def matrix_run(args: argparse.Namespace) -> int:
     from orchestrator.bench.matrix import run_matrix
     from orchestrator.bench.tasks import DEFAULT_MATRIX
+    from orchestrator.llm.prices import cap_warning
 
     home = Home.resolve(getattr(args, "home", None)).check(write=True)
-    config = build_config(args)
+    config = build_config(args, per_build_cost=False)
     matrix = Path(args.matrix) if args.matrix else DEFAULT_MATRIX
+    models = [e.model for e in config.llm.endpoints()]
+    warning = cap_warning(models, args.max_cost, args.max_tokens)
+    if warning:
+        output.err().print(f"[bold yellow]warning:[/] {warning}")
 
     def progress(run) -> None:
         if not args.json:
@@ -76,6 +89,9 @@ def matrix_run(args: argparse.Namespace) -> int:
         learn=not args.no_learn,
         on_result=progress,
         score=not args.build_only,
+        max_cost_usd=args.max_cost,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
     )
     if args.json:
         print(results.model_dump_json(indent=2))
@@ -123,6 +139,8 @@ def matrix_run(args: argparse.Namespace) -> int:
         return "-" if x is None else f"{x:.3f}"
 
     cost = "unknown" if results.cost_usd is None else f"${results.cost_usd:.3f}"
+    if results.stopped_because:
+        output.out().print(f"[bold]stopped early:[/] {results.stopped_because}")
     output.out().print(
         f"score {fmt(results.score)} (train {fmt(results.train_score)}, holdout "
         f"{fmt(results.holdout_score)}); cost {cost}; "

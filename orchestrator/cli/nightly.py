@@ -12,8 +12,9 @@ from orchestrator.cli.args import (
     matrix_options,
     model_options,
     sandbox_options,
+    spend_options,
 )
-from orchestrator.cli.improve import cycle_request
+from orchestrator.cli.improve import cycle_request, warn_about_caps
 from orchestrator.home import Home
 
 
@@ -26,6 +27,7 @@ def add_parsers(commands) -> None:
         matrix_options(),
         cycle_options(),
         sandbox_options(),
+        spend_options(),
         run=nightly,
     )
     p.add_argument("--time-budget", default="6h", metavar="DURATION", help="e.g. 6h, 90m")
@@ -58,7 +60,9 @@ def nightly(args: argparse.Namespace) -> int:
 
     home = Home.resolve(getattr(args, "home", None)).check(write=True)
     budget = parse_duration(args.time_budget) if args.time_budget else None
-    return run_nightly(home, cycle_request(args, budget))
+    request = cycle_request(args, budget)
+    warn_about_caps(request)
+    return run_nightly(home, request)
 
 
 def report(args: argparse.Namespace) -> int:

@@ -1,7 +1,8 @@
 """The records of an improve cycle: its configuration, each iteration, the cycle's summary.
 
 ``runs/improve-<id>/summary.json`` is an :class:`ImproveSummary`, rewritten after every
-iteration; each ``iter-<i>/decision.json`` is an :class:`IterationRecord`.
+iteration; each ``iter-<i>/decision.json`` is an :class:`IterationRecord`, with every
+stage the patch went through and the builds each stage spent.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import sys
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.bench.decision import DecisionConfig, Stage
 from orchestrator.improve.proposals import DEFAULT_ALLOW
 from orchestrator.sandbox.executor import ExecConfig
 
@@ -18,14 +20,22 @@ class ImproveConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     iterations: int = Field(default=5, ge=1)
-    threshold: float = Field(default=0.05, ge=0)
-    """Least train lift a patch must bring."""
+    """Patches tried at most; the night's alpha is spread over them."""
+    decision: DecisionConfig = Field(default_factory=DecisionConfig)
+    """The keep-or-drop rule: threshold, alpha per night, repeats of each stage."""
+    survey_repeats: int = Field(default=2, ge=1)
+    """Repeats of the first measurement, which finds the first weakness and gives the
+    night's starting score."""
     allow: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOW))
     """Path prefixes a patch may touch."""
     apply: bool = False
     """Fast-forward the checked-out branch to the last accepted commit (clean work tree only)."""
     max_seconds: float | None = Field(default=None, gt=0)
     """Time budget of the whole cycle."""
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    """Spend cap of the whole cycle: builds and improver together."""
+    max_tokens: int | None = Field(default=None, gt=0)
+    """Token cap of the whole cycle (for models without a known price)."""
     test_command: list[str] = Field(
         default_factory=lambda: [sys.executable, "-m", "pytest", "-q", "-x"]
     )
@@ -36,16 +46,27 @@ class ImproveConfig(BaseModel):
     """Rejected patches after which a weakness is left alone."""
     good_enough: float = 0.95
 
+    @property
+    def alpha(self) -> float:
+        """Each iteration's share of the night's false-accept budget (Bonferroni)."""
+        return self.decision.night_alpha / self.iterations
+
 
 class IterationRecord(BaseModel):
     iteration: int
     status: str
-    """accepted, rejected, or no_proposal."""
+    """accepted, rejected, no_proposal, or stopped (a cap or an interruption)."""
     weakness: str | None = None
     reason: str = ""
     train_delta: float | None = None
+    p: float | None = None
+    """The p-value of the last test (train lift over the threshold)."""
     interval: list[float] | None = None
+    """Records of earlier versions (a t interval); None now."""
     holdout_delta: float | None = None
+    stages: list[Stage] = Field(default_factory=list)
+    builds: dict[str, int] = Field(default_factory=dict)
+    """Builds spent by each stage (both sides)."""
     branch: str | None = None
     commit: str | None = None
     baseline_score: float | None = None
@@ -53,7 +74,7 @@ class IterationRecord(BaseModel):
 
 
 class ImproveSummary(BaseModel):
-    v: int = 1
+    v: int = 2
     id: str
     repo: str
     base_commit: str
@@ -61,6 +82,11 @@ class ImproveSummary(BaseModel):
     started: float
     ended: float | None = None
     stopped_because: str = ""
+    alpha: float | None = None
+    """Each iteration's alpha (the night's, spread over the iterations)."""
     iterations: list[IterationRecord] = Field(default_factory=list)
+    builds: int = 0
+    cost_usd: float | None = None
+    tokens: int = 0
     applied: bool = False
     apply_note: str = ""

@@ -14,7 +14,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator import SOURCE_ROOT
+from orchestrator.bench.decision import DecisionConfig, smallest_p
 from orchestrator.bench.tasks import DEFAULT_MATRIX
+from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.improve.cycle import ImproveCycle
 from orchestrator.improve.git import repo_root
@@ -35,12 +37,16 @@ class CycleRequest(BaseModel):
     """The model that writes patches, with its own api base."""
     matrix: Path = DEFAULT_MATRIX
     repo: Path = SOURCE_ROOT
-    repeats: int = Field(default=3, ge=1)
+    repeats: int | None = Field(default=None, ge=2)
+    """Repeats per task of the full stage and of the confirmation (default: the rule's)."""
     jobs: int = Field(default=1, ge=1)
     iterations: int = Field(default=5, ge=1)
-    threshold: float = Field(default=0.05, ge=0)
+    threshold: float | None = Field(default=None, ge=0)
+    """The least lift worth keeping (default: the rule's)."""
     apply: bool = False
     max_seconds: float | None = Field(default=None, gt=0)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, gt=0)
     unsafe_no_sandbox: bool = False
 
 
@@ -56,19 +62,31 @@ def make_cycle(
     check_sandbox(executor)
     repo = repo_root(request.repo)
     runner = SandboxedMatrix(
-        home,
-        request.matrix.resolve(),
-        request.builder,
-        request.repeats,
-        request.jobs,
-        executor=executor,
+        home, request.matrix.resolve(), request.builder, request.jobs, executor=executor
     )  # loads the matrix: a bad one fails now, not after the baseline
+    rule = DecisionConfig()
+    if request.repeats is not None:
+        rule = rule.model_copy(
+            update={"full_repeats": request.repeats, "confirm_repeats": request.repeats}
+        )
+    if request.threshold is not None:
+        rule = rule.model_copy(update={"threshold": request.threshold})
     config = ImproveConfig(
         iterations=request.iterations,
-        threshold=request.threshold,
+        decision=rule,
         apply=request.apply,
         max_seconds=request.max_seconds,
+        max_cost_usd=request.max_cost_usd,
+        max_tokens=request.max_tokens,
         executor=executor,
     )
+    train = sum(1 for task in runner.tasks if task.split == "train")
+    if smallest_p(train) > config.alpha:
+        raise CadillacError(
+            f"{request.matrix} has {train} train task(s): the decision's test cannot give a "
+            f"p-value below {smallest_p(train):.3g}, above the alpha of {config.alpha:.3g} per "
+            f"iteration ({rule.night_alpha:g} over {config.iterations}), so no patch could be "
+            "kept; add train tasks or run fewer --iterations"
+        )
     improver = LLMClient(request.improver)
     return ImproveCycle(home, repo, runner, improver, config, on_event=on_event, folder=folder)

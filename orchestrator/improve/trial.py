@@ -29,14 +29,16 @@ import re
 import shlex
 import shutil
 import sys
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from pydantic import ValidationError
 
-from orchestrator.bench.results import MatrixResults, TaskRun, summarise
+from orchestrator.bench.results import NOT_BUILT, MatrixResults, TaskRun, summarise
 from orchestrator.bench.scoring import score_build
 from orchestrator.bench.tasks import MatrixTask, load_matrix
 from orchestrator.build.runs import new_run_id
@@ -95,10 +97,35 @@ def run_tests(
     return result.ok
 
 
+@dataclass
+class RoundSpec:
+    """One round of builds a runner is asked for."""
+
+    repeats: int = 1
+    split: str = "all"
+    """train, holdout or all."""
+    seed: int | None = None
+    """The same for the baseline's and the candidate's round, so anything random matches."""
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    """What the cycle may still spend: no build starts once the round spent it."""
+
+
+class CapReached(CadillacError):
+    """A round stopped starting builds at the spend cap: its results are incomplete.
+
+    ``spent`` holds the builds the round did make (as the trial reported them, unscored),
+    so the cycle's books count what they cost."""
+
+    def __init__(self, message: str, spent: MatrixResults | None = None):
+        super().__init__(message)
+        self.spent = spent
+
+
 class MatrixRunner(Protocol):
-    def run(self, code: Path, label: str, folder: Path) -> MatrixResults:
-        """The matrix (train and holdout, K repeats) built with the orchestrator in ``code``,
-        scored by the judge; ``folder`` is the trial's own."""
+    def run(self, code: Path, label: str, folder: Path, round: RoundSpec) -> MatrixResults:
+        """A round of the matrix built with the orchestrator in ``code`` and scored by the
+        judge; ``folder`` is the trial's own. Raises CapReached when the round was cut."""
         ...
 
 
@@ -110,15 +137,17 @@ class SandboxedMatrix:
         home: Home,
         matrix: Path,
         llm: LLMConfig,
-        repeats: int,
         jobs: int = 1,
         executor: ExecConfig | None = None,
         timeout_s: float = 6 * 3600,
+        stop: threading.Event | None = None,
     ):
         self.home, self.matrix, self.llm = home, matrix, llm
-        self.repeats, self.jobs, self.timeout_s = repeats, jobs, timeout_s
+        self.jobs, self.timeout_s = jobs, timeout_s
         self.executor = executor or ExecConfig()
         self.tasks = load_matrix(matrix)
+        self.stop = stop or threading.Event()
+        """Once set, the round in progress is killed (its sandbox and every build in it)."""
         self.snapshot = {
             path.name: path.read_bytes()
             for path in (home.memory_path, home.budgets_path)
@@ -126,7 +155,11 @@ class SandboxedMatrix:
         }
         """The memory and budgets as they stood when the cycle began: every trial starts there."""
 
-    def run(self, code: Path, label: str, folder: Path) -> MatrixResults:
+    def interrupt(self) -> None:
+        """Kill the rounds in progress (their sandboxes, and every build in them)."""
+        self.stop.set()
+
+    def run(self, code: Path, label: str, folder: Path, round: RoundSpec) -> MatrixResults:
         trial = folder / f"{label}-trial"
         if trial.exists():
             shutil.rmtree(trial)
@@ -134,21 +167,29 @@ class SandboxedMatrix:
         self._public_matrix(public)
         self._frozen_home(home)
         done = run_command(
-            self._command(public, home),
+            self._command(public, home, round),
             trial,
             trial_config(self.executor, self.timeout_s),
             timeout_s=self.timeout_s,
             network=True,
             env=self._env(code),
             visible=[code, *runtime_paths(), *self._model_files()],
+            stop=self.stop,
         )
         (trial / "trial.log").write_text(done.for_model(), encoding="utf-8")
+        if done.stopped:
+            raise KeyboardInterrupt
         claimed = self._claimed(home)
         if claimed is None:
             raise CadillacError(
                 f"the {label} matrix run left no results: {done.for_model()[-400:]}"
             )
-        return self._judge(claimed, home, trial)
+        if claimed.stopped_because:
+            claimed.runs = [r for r in claimed.runs if r.status not in NOT_BUILT]
+            raise CapReached(f"the {label} round stopped early: {claimed.stopped_because}", claimed)
+        results = self._judge(claimed, home, trial, round)
+        results.runs_dir = str(home / "runs")
+        return results
 
     # ------------------------------------------------------------------ the trial
     def _public_matrix(self, public: Path) -> None:
@@ -168,10 +209,16 @@ class SandboxedMatrix:
                 cache, home / ".cache", symlinks=True, ignore=shutil.ignore_patterns("*.lock")
             )
 
-    def _command(self, public: Path, home: Path) -> str:
+    def _command(self, public: Path, home: Path, round: RoundSpec) -> str:
         argv = ["matrix", "run", "--build-only", "--home", str(home), "--matrix", str(public)]
-        argv += ["--model", self.llm.model, "--repeats", str(self.repeats)]
-        argv += ["--jobs", str(self.jobs), "--split", "all", "--no-learn", "--json"]
+        argv += ["--model", self.llm.model, "--repeats", str(round.repeats)]
+        argv += ["--jobs", str(self.jobs), "--split", round.split, "--no-learn", "--json"]
+        if round.seed is not None:
+            argv += ["--seed", str(round.seed)]
+        if round.max_cost_usd is not None:
+            argv += ["--max-cost", f"{round.max_cost_usd:.6f}"]
+        if round.max_tokens is not None:
+            argv += ["--max-tokens", str(max(1, round.max_tokens))]
         if self.llm.api_base:
             argv += ["--api-base", self.llm.api_base]
         for i, model in enumerate(self.llm.fallback_models):
@@ -210,9 +257,12 @@ class SandboxedMatrix:
         except (ValidationError, ValueError, OSError):
             return None
 
-    def _judge(self, claimed: MatrixResults, home: Path, trial: Path) -> MatrixResults:
-        tasks = {t.id: t for t in self.tasks}
-        wanted = {(t, r) for t in tasks for r in range(self.repeats)}
+    def _judge(
+        self, claimed: MatrixResults, home: Path, trial: Path, round: RoundSpec
+    ) -> MatrixResults:
+        chosen = [t for t in self.tasks if round.split in ("all", t.split)]
+        tasks = {t.id: t for t in chosen}
+        wanted = {(t, r) for t in tasks for r in range(round.repeats)}
         runs: dict[tuple[str, int], TaskRun] = {}
         for run in claimed.runs:
             key = (run.task_id, run.repeat)
@@ -222,15 +272,15 @@ class SandboxedMatrix:
             id=new_run_id(),
             matrix=str(self.matrix),
             model=self.llm.model,
-            repeats=self.repeats,
-            split="all",
+            repeats=round.repeats,
+            split=round.split,
             started=claimed.started,
             ended=claimed.ended,
         )
         todo = []
         for task_id, repeat in sorted(wanted):
             run = runs.get((task_id, repeat))
-            if run is None:
+            if run is None or run.status in NOT_BUILT:  # a skipped build would drop out: 0
                 failure = "the trial reported no build of this task"
                 run = TaskRun(task_id=task_id, repeat=repeat, status="missing", failure=failure)
             else:
@@ -242,7 +292,7 @@ class SandboxedMatrix:
                 todo.append(run)
         with ThreadPoolExecutor(max_workers=max(1, self.jobs)) as pool:
             list(pool.map(lambda run: self._score(run, tasks[run.task_id], home, trial), todo))
-        summarise(results, self.tasks)
+        summarise(results, chosen)
         return results
 
     def _score(self, run: TaskRun, task: MatrixTask, home: Path, trial: Path) -> None:

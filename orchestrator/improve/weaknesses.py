@@ -14,7 +14,7 @@ Three kinds of weakness are read from a matrix's results and its runs' events:
 
 Each weakness has a stable id derived from its signature (the same failure in
 a later cycle has the same id, so rejected attempts can be remembered against
-it), the score it cost (weighted share of the matrix lost to it), excerpts of
+it), the score it cost (weighted share of the train score lost to it), excerpts of
 evidence, and the files a patch would most likely touch: the phase's prompt
 and module first. The worst weakness comes first.
 """
@@ -79,10 +79,16 @@ def _events(runs_dir: Path, run_id: str) -> list[dict]:
     return out
 
 
-def find_weaknesses(results: MatrixResults, runs_dir: Path) -> list[Weakness]:
-    """The weaknesses of a matrix run, worst first."""
+def find_weaknesses(
+    results: MatrixResults, runs_dir: Path, split: str | None = "train"
+) -> list[Weakness]:
+    """The weaknesses of a matrix run's ``split`` tasks (train: the holdout stays held out,
+    none of its failures or checks reach the improver), worst first."""
+    if results.runs_dir:
+        runs_dir = Path(results.runs_dir)
+    kept = {t.task_id for t in results.tasks if split is None or t.split == split}
     weights = results.weights()
-    total_weight = sum(weights.values()) or 1.0
+    total_weight = sum(weights.get(t, 1.0) for t in kept) or 1.0
     found: dict[str, dict] = defaultdict(lambda: {"n": 0, "cost": 0.0, "tasks": set(), "ev": []})
 
     def hit(signature: str, kind: str, phase: str | None, task: str, lost: float, ev: str):
@@ -95,6 +101,8 @@ def find_weaknesses(results: MatrixResults, runs_dir: Path) -> list[Weakness]:
             w["ev"].append(ev[:600])
 
     for run in results.runs:
+        if run.task_id not in kept:
+            continue
         share = weights.get(run.task_id, 1.0) / total_weight / max(results.repeats, 1)
         lost = (1.0 - run.score) * share
         if run.score >= 1.0:

@@ -5,7 +5,10 @@ scripted model takes exactly the path a real model takes: the same
 ``litellm.completion`` call, the same retries, the same ``llm.jsonl`` lines.
 
 * ``replay:PATH`` answers with the responses recorded in a run's ``llm.jsonl``
-  (the lines that have a response, in order). A run that asks for more than
+  (the lines that have a response, in order; failed attempts and event lines have
+  none). Only responses are read, so a log of either form replays: the earlier one,
+  whose lines hold the whole conversation, and the current one, whose lines hold the
+  new messages only (:mod:`orchestrator.llm.client`). A run that asks for more than
   was recorded gets a bad-request error that names the file and the count,
   which ends the run instead of being retried.
 * ``scripted:NAME`` answers from a script registered in this process with
@@ -65,7 +68,7 @@ def register_script(name: str, script: list[Response] | Policy) -> str:
 
 
 def recorded_responses(path: Path) -> list[Response]:
-    """The responses of an ``llm.jsonl``, in order (failed attempts have none)."""
+    """The responses of an ``llm.jsonl``, in order (failed attempts and events have none)."""
     if not path.is_file():
         raise FileNotFoundError(f"replay file {path} does not exist")
     out: list[Response] = []
@@ -73,7 +76,7 @@ def recorded_responses(path: Path) -> list[Response]:
         if not line.strip():
             continue
         record = json.loads(line)
-        if record.get("response"):
+        if isinstance(record, dict) and record.get("response"):
             out.append(record["response"])
     return out
 

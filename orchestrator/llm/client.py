@@ -1,4 +1,4 @@
-"""Every model call: litellm, retries with tenacity, fallbacks, and a log line per attempt.
+"""Every model call: litellm, retries with tenacity, fallbacks, a breaker, a log line per attempt.
 
 What this module decides, and why:
 
@@ -20,16 +20,34 @@ What this module decides, and why:
   asks for, up to ``max_attempts`` per model; then the next
   ``fallback_models`` entry is tried. Authentication, bad-request and
   context-window errors are not retried: they end the run with a
-  :class:`ModelError` that says what to do.
+  :class:`ModelError` that says what to do. Neither is a missing key, which litellm
+  reports for some providers as a server error ("Missing credentials"): no retry
+  brings a key, so the error names the variable to set (litellm's own list of the
+  provider's variables; ``CADILLAC_API_KEY`` for a server at an ``api_base``).
+* A circuit breaker: a model that spent all its retries on ``breaker_calls`` calls in
+  a row is skipped for the rest of the client's life (one client serves one build), so
+  a dead primary costs its retries twice, not on every call before the fallback. The
+  log says so once (a line with an ``event``). When every model is skipped, a call
+  fails at once with the usual :class:`ModelError`.
 * Each attempt, failed or not, is one line of the run's ``llm.jsonl``: the
   request, the response or error, tokens, latency and cost (litellm's price
   where it knows the model, else null). :class:`LLMClient` keeps the totals.
+  The request holds the messages new since an earlier request of the same client, not
+  the whole conversation, so the log grows with the conversation, not with its square:
+  ``{"after": SEQ, "skip": N, "messages": [...], "tools": bool}`` is the first ``N``
+  messages of request ``SEQ``, then ``messages`` (no ``after``: ``messages`` is the
+  whole list). ``SEQ`` is the earlier request sharing the longest start with this one
+  (a retry shares all of it; compaction, which trims old messages in place, shortens
+  what is shared). :func:`logged_requests` rebuilds every request of a file, in this
+  form (``"v": 2``) or the earlier one (``"v": 1``, the whole conversation per line).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -107,8 +125,13 @@ class LLMConfig(BaseModel):
     """Longest Retry-After honoured."""
     request_timeout_s: float = Field(default=600.0, gt=0)
     """Timeout of one request."""
+    breaker_calls: int = Field(default=2, ge=1)
+    """A model that spent its retries on this many calls in a row is not tried again by
+    the client (its circuit opens; the fallbacks answer)."""
     temperature: float | None = None
     max_tokens: int | None = None
+    seed: int | None = None
+    """The sampling seed, sent where the provider takes one (litellm drops it elsewhere)."""
 
     def endpoints(self) -> list[Endpoint]:
         """The primary, then each fallback, with the server each belongs to."""
@@ -192,7 +215,22 @@ def _retryable_classes(litellm) -> tuple[type[BaseException], ...]:
     )
 
 
+_NO_KEY = re.compile(
+    r"missing credentials|api_key client option must be set|missing [\w ]*api[ _]key"
+    r"|no (api )?key is set",
+    re.IGNORECASE,
+)
+"""What litellm and the provider clients say when no key was found (before any request)."""
+
+
+def is_missing_key(exc: BaseException) -> bool:
+    """Whether ``exc`` says no key was found (litellm raises some of these as a 500)."""
+    return bool(_NO_KEY.search(str(exc)))
+
+
 def is_retryable(exc: BaseException, litellm) -> bool:
+    if is_missing_key(exc):
+        return False
     if isinstance(exc, _retryable_classes(litellm)):
         return True
     status = getattr(exc, "status_code", None)
@@ -246,6 +284,10 @@ class _HonourRetryAfter(wait_base):
         return wait if asked is None else max(wait, min(asked, self.cap_s))
 
 
+RECENT_REQUESTS = 8
+"""Earlier requests a new one may refer to in the log (``after``)."""
+
+
 class LLMClient:
     """Calls the configured model (and its fallbacks) and logs every attempt."""
 
@@ -262,6 +304,8 @@ class LLMClient:
         self.sleep = sleep
         self.totals = LLMTotals()
         self._seq = 0
+        self._recent: list[tuple[int, list[bytes]]] = []
+        """(seq, a fingerprint of each message) of the last requests logged."""
         from orchestrator.llm import backends
 
         self.endpoints = config.endpoints()
@@ -272,24 +316,68 @@ class LLMClient:
             except (OSError, KeyError, ValueError) as exc:
                 message = str(exc).strip(chr(39))
                 raise ModelError(f"model {endpoint.model!r}: {message}") from None
+        self._spent_calls = [0] * len(self.endpoints)
+        """Calls in a row on which each model spent its retries."""
+        self._last_errors: list[BaseException | None] = [None] * len(self.endpoints)
+        self.open_circuits: set[int] = set()
+        """The endpoints (by index) no longer tried."""
 
     def complete(self, messages: list[dict], tools: list[dict] | None = None) -> LLMReply:
         """One model turn; raises ModelError when no model can answer."""
         litellm = litellm_module()
         last: BaseException | None = None
         for index, endpoint in enumerate(self.endpoints):
+            if index in self.open_circuits:
+                continue
             try:
-                for attempt in self._retrying(litellm):
-                    with attempt:
-                        number = attempt.retry_state.attempt_number
-                        return self._attempt(litellm, index, number, messages, tools)
+                reply = self._call(litellm, index, messages, tools)
             except Exception as exc:  # retries for this model are spent, or it cannot succeed
                 if not is_retryable(exc, litellm):
-                    raise ModelError(self._explain(endpoint.model, exc)) from exc
+                    raise ModelError(self._explain(litellm, endpoint, exc)) from exc
                 last = exc
-        assert last is not None
+                self._spent(index, exc)
+                continue
+            self._spent_calls[index] = 0
+            return reply
         tried = ", ".join(e.model for e in self.endpoints)
+        if last is None:  # every circuit was open before this call
+            last = next(e for e in reversed(self._last_errors) if e is not None)
+            raise ModelError(
+                f"every model failed ({tried}) on {self.config.breaker_calls} calls in a row "
+                f"and is no longer tried; last error: {_first_line(last)}"
+            ) from last
         raise ModelError(f"every model failed ({tried}); last error: {_first_line(last)}") from last
+
+    def _call(self, litellm, index: int, messages, tools) -> LLMReply:
+        """One model's attempts at one turn (raises what the last attempt raised)."""
+        for attempt in self._retrying(litellm):
+            with attempt:
+                number = attempt.retry_state.attempt_number
+                return self._attempt(litellm, index, number, messages, tools)
+        raise AssertionError("tenacity neither returned nor raised")  # pragma: no cover
+
+    def _spent(self, index: int, exc: BaseException) -> None:
+        """A call on which the model ``index`` spent its retries: open its circuit at the
+        configured count, and say so once in the log."""
+        self._spent_calls[index] += 1
+        self._last_errors[index] = exc
+        calls = self._spent_calls[index]
+        if calls < self.config.breaker_calls or index in self.open_circuits:
+            return
+        self.open_circuits.add(index)
+        model = self.endpoints[index].model
+        self._log(
+            {
+                "v": 2,
+                "ts": time.time(),
+                "event": "circuit_open",
+                "model": model,
+                "calls": calls,
+                "error": f"{type(exc).__name__}: {_first_line(exc)}",
+                "note": f"{model} spent its retries on {calls} calls in a row; "
+                "it is not tried again in this build",
+            }
+        )
 
     def _retrying(self, litellm) -> Retrying:
         cfg = self.config
@@ -321,18 +409,22 @@ class LLMClient:
             "api_key": endpoint.key(),
             "temperature": self.config.temperature,
             "max_tokens": self.config.max_tokens,
+            "seed": self.config.seed,
         }
         kwargs.update({k: v for k, v in settings.items() if v is not None})
+        if self.config.seed is not None:
+            kwargs["drop_params"] = True  # a provider without seeds still answers
         self._seq += 1
         started = time.perf_counter()
         record: dict[str, Any] = {
-            "v": 1,
+            "v": 2,
             "ts": time.time(),
             "seq": self._seq,
             "model": model,
             "attempt": attempt,
-            "request": {"messages": messages, "tools": bool(tools)},
         }
+        if self.log_path is not None:
+            record["request"] = self._request(messages, tools)
         try:
             response = litellm.completion(**kwargs)
         except Exception as exc:
@@ -363,6 +455,20 @@ class LLMClient:
             t.cost_usd = (t.cost_usd or 0.0) + reply.cost_usd
         return reply
 
+    def _request(self, messages: list[dict], tools) -> dict[str, Any]:
+        """The request as logged: the messages new since the earlier request that shares
+        the longest start with this one (see the module docstring)."""
+        prints = [_fingerprint(m) for m in messages]
+        after, skip = None, 0
+        for seq, earlier in reversed(self._recent):
+            shared = _shared(prints, earlier)
+            if shared > skip:
+                after, skip = seq, shared
+        self._recent = [*self._recent[-(RECENT_REQUESTS - 1) :], (self._seq, prints)]
+        request: dict[str, Any] = {} if after is None else {"after": after}
+        request.update(skip=skip, messages=messages[skip:], tools=bool(tools))
+        return request
+
     def _log(self, record: dict[str, Any]) -> None:
         if self.log_path is None:
             return
@@ -370,19 +476,94 @@ class LLMClient:
         with self.log_path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
 
-    def _explain(self, model: str, exc: BaseException) -> str:
+    def _explain(self, litellm, endpoint: Endpoint, exc: BaseException) -> str:
+        model = endpoint.model
         text = _first_line(exc)
         name = type(exc).__name__
         if "LLM Provider NOT provided" in text or name == "NotFoundError":
             return f"model {model!r} is not known to litellm: {MODEL_HINT}"
+        if is_missing_key(exc):
+            return f"no API key for {model!r}: set {_key_variables(litellm, endpoint)} ({text})"
         if name in ("AuthenticationError", "PermissionDeniedError"):
-            return (
-                f"the provider refused the key for {model!r} ({text}); set the provider's "
-                "API key variable (e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY)"
-            )
+            if endpoint.api_key is not None:
+                what = "the key given in the configuration"
+            else:
+                what = _key_variables(litellm, endpoint)
+            return f"the provider refused the key for {model!r} ({text}); check {what}"
         if name == "ContextWindowExceededError":
             return f"the conversation no longer fits {model!r}'s context window ({text})"
         return f"{model!r} refused the request: {text}"
+
+
+def _key_variables(litellm, endpoint: Endpoint) -> str:
+    """The variable(s) that hold the key of ``endpoint``, in words: ``CADILLAC_API_KEY`` for
+    a server at an ``api_base``; else those litellm finds missing for the provider, or
+    the provider's usual ``<PROVIDER>_API_KEY``."""
+    if endpoint.api_base:
+        return LOCAL_KEY
+    names: list[str] = []
+    try:
+        names = list(litellm.validate_environment(model=endpoint.model).get("missing_keys") or [])
+        if not names:
+            names = [f"{litellm.get_llm_provider(endpoint.model)[1].upper()}_API_KEY"]
+    except Exception:  # litellm cannot tell for this model
+        pass
+    if not names:
+        return "the provider's API key variable (e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY)"
+    return " and ".join(names)
+
+
+def _fingerprint(message: dict) -> bytes:
+    text = json.dumps(message, ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _shared(a: list[bytes], b: list[bytes]) -> int:
+    """How many leading items ``a`` and ``b`` have in common."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def logged_requests(path: Path) -> list[tuple[dict[str, Any], list[dict]]]:
+    """Each request of an ``llm.jsonl`` (its record) with the whole message list it sent, in
+    the file's order; event lines are left out. Both forms are read (see the module
+    docstring): an ``after`` is the latest earlier line of that ``seq`` (a resumed run's
+    client numbers from 1 again, after the earlier lines)."""
+    out: list[tuple[dict[str, Any], list[dict]]] = []
+    by_seq: dict[int, list[dict]] = {}
+    with Path(path).open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            request = record.get("request")
+            if not isinstance(request, dict):
+                continue
+            messages = list(request.get("messages") or [])
+            if "after" in request:
+                earlier = by_seq.get(request["after"])
+                if earlier is None:
+                    raise ValueError(
+                        f"{path}:{number}: the request refers to request {request['after']}, "
+                        "which is not logged before it"
+                    )
+                messages = earlier[: request.get("skip", 0)] + messages
+            by_seq[record.get("seq", 0)] = messages
+            out.append((record, messages))
+    return out
+
+
+def logged_messages(path: Path, seq: int) -> list[dict]:
+    """The whole message list of the request logged as ``seq`` (the last one, if a resumed
+    run logged that number again)."""
+    found = [messages for record, messages in logged_requests(path) if record.get("seq") == seq]
+    if not found:
+        raise KeyError(f"{path} logs no request {seq}")
+    return found[-1]
 
 
 def _first_line(exc: BaseException) -> str:

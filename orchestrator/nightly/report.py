@@ -6,7 +6,8 @@ written half-way through a night is as true as one written at its end:
 
 * each night's ``nightly.json`` and its improve records (``improve/``): the
   matrix score at the start of the night (train and holdout), the proposals
-  with their weakness, delta, interval, decision and diff, tokens and cost;
+  with their weakness, delta, p-value, builds by stage, decision and diff, tokens and
+  cost;
 * tonight's per-task pass grid (tasks × repeats of the night's first matrix);
 * ``phase_budgets.jsonl``: each phase's p90 of rounds as the history stood at
   the end of each night;
@@ -52,8 +53,9 @@ def _money(x: float | None) -> str:
     return "unknown" if x is None else f"${x:.2f}"
 
 
-def _interval(iv: list[float] | None) -> str:
-    return "–" if not iv else f"{iv[0]:+.3f} .. {iv[1]:+.3f}"
+def _builds(by_stage: dict[str, int] | None) -> str:
+    """``10 + 48 + 60`` builds by stage (screen, full, confirm), or a dash."""
+    return " + ".join(str(n) for n in (by_stage or {}).values()) or "–"
 
 
 @functools.cache
@@ -70,7 +72,8 @@ def _templates() -> jinja2.Environment:
         num=_fmt,
         signed=lambda x: _fmt(x, sign=True),
         money=_money,
-        interval=_interval,
+        pvalue=lambda p: "–" if p is None else f"{p:.4f}",
+        builds=_builds,
         rounds=lambda x: "–" if x is None else f"{x:g}",
         cell=lambda text: str(text).replace("|", "/"),
     )
@@ -97,8 +100,10 @@ def night_folders(home: Home) -> list[Path]:
 
 
 def _matrix_files(improve: Path) -> list[Path]:
-    files = [improve / "baseline.json"]
-    files += sorted(improve.glob("iter-*/candidate.json"))
+    """Every round of builds a cycle ran (earlier versions: the baseline and candidates)."""
+    files = sorted(improve.glob("rounds/*.json")) + sorted(improve.glob("iter-*/rounds/*.json"))
+    if not files:
+        files = [improve / "baseline.json", *sorted(improve.glob("iter-*/candidate.json"))]
     return [f for f in files if f.is_file()]
 
 

@@ -41,6 +41,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -119,15 +120,19 @@ class CommandResult(BaseModel):
     sandboxed: bool
     limit: str | None = None
     """The limit the command hit (``CPU time limit 900 s``, ``memory limit 4 GiB``)."""
+    stopped: bool = False
+    """cadillac was stopped (Ctrl-C, SIGTERM, a cap) and killed the command."""
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and not self.stopped
 
     def for_model(self) -> str:
         """The exit status (or the time-out, or the limit hit), then the output."""
         code = self.exit_code
-        if self.timed_out:
+        if self.stopped:
+            status = "stopped: cadillac was interrupted and killed the command"
+        elif self.timed_out:
             status = f"timed out after {self.seconds:.0f} s (the command was killed)"
         elif self.limit and code is not None and (code < 0 or code > 128):
             status = f"killed: {self.limit}"
@@ -157,6 +162,7 @@ class Executor(Protocol):
         visible: Sequence[Path] = (),
         writable: Sequence[Path] = (),
         package_config: bool = False,
+        stop: threading.Event | None = None,
     ) -> CommandResult: ...
 
 
@@ -228,6 +234,7 @@ class Bubblewrap:
         visible: Sequence[Path] = (),
         writable: Sequence[Path] = (),
         package_config: bool = False,
+        stop: threading.Event | None = None,
     ) -> CommandResult:
         check_sandbox(self.config)
         mode, _ = probe(self.config.bwrap)
@@ -248,7 +255,8 @@ class Bubblewrap:
             package_config=package_config,
         )
         argv += ["--chdir", str(cwd), "--", *_limited(command, self.config)]
-        return _supervise(argv, command, cwd, run_env, _timeout(timeout_s, self.config), self)
+        timeout = _timeout(timeout_s, self.config)
+        return _supervise(argv, command, cwd, run_env, timeout, self, stop)
 
 
 class Unsandboxed:
@@ -272,6 +280,7 @@ class Unsandboxed:
         visible: Sequence[Path] = (),
         writable: Sequence[Path] = (),
         package_config: bool = False,
+        stop: threading.Event | None = None,
     ) -> CommandResult:
         cwd = Path(cwd).resolve()
         scratch = tempfile.mkdtemp(prefix="cadillac-unsandboxed-")
@@ -279,8 +288,9 @@ class Unsandboxed:
             home = Path(scratch, "home")
             home.mkdir()
             run_env = _environment(path_prefix, env, package_config, str(home), scratch)
-            argv = _limited(command, self.config)
-            return _supervise(argv, command, cwd, run_env, _timeout(timeout_s, self.config), self)
+            argv = [*_PDEATHSIG, *_limited(command, self.config)]
+            timeout = _timeout(timeout_s, self.config)
+            return _supervise(argv, command, cwd, run_env, timeout, self, stop)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -300,9 +310,11 @@ def run_command(
     writable: Sequence[Path] = (),
     visible: Sequence[Path] = (),
     package_config: bool = False,
+    stop: threading.Event | None = None,
 ) -> CommandResult:
     """Run ``bash -c command`` in ``cwd`` as ``config`` says; never raises for what the
-    command itself does (SandboxUnavailable when it cannot be sandboxed)."""
+    command itself does (SandboxUnavailable when it cannot be sandboxed). ``stop``, once
+    set, kills the command at once (Ctrl-C or SIGTERM of cadillac, a spend cap)."""
     return executor_for(config).run(
         command,
         cwd,
@@ -313,10 +325,16 @@ def run_command(
         visible=visible,
         writable=writable,
         package_config=package_config,
+        stop=stop,
     )
 
 
 # ---------------------------------------------------------------------------- shared parts
+_SETPRIV = shutil.which("setpriv")
+_PDEATHSIG = [_SETPRIV, "--pdeathsig", "KILL", "--"] if _SETPRIV else []
+"""Unsandboxed commands die with cadillac too (bubblewrap does it with --die-with-parent)."""
+
+
 def _timeout(timeout_s: float | None, config: ExecConfig) -> float:
     return min(timeout_s or config.default_timeout_s, config.max_timeout_s)
 
@@ -397,7 +415,7 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _supervise(argv, command, cwd, run_env, timeout, runner) -> CommandResult:
+def _supervise(argv, command, cwd, run_env, timeout, runner, stop=None) -> CommandResult:
     """Run argv in its own process group, reading its output under the cap, killing on timeout."""
     config: ExecConfig = runner.config
     out = _Capped(config.output_cap_bytes)
@@ -411,9 +429,21 @@ def _supervise(argv, command, cwd, run_env, timeout, runner) -> CommandResult:
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    try:
+        return _watch(proc, command, timeout, runner, stop, out, start)
+    except BaseException:  # Ctrl-C or SIGTERM of cadillac itself: the command dies with it
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        proc.stdout.close()
+
+
+def _watch(proc, command, timeout, runner, stop, out, start) -> CommandResult:
+    config: ExecConfig = runner.config
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
-    timed_out = eof = False
+    timed_out = eof = stopped = False
     kill_at = ended_at = None
     with selectors.DefaultSelector() as sel:
         sel.register(fd, selectors.EVENT_READ)
@@ -424,6 +454,9 @@ def _supervise(argv, command, cwd, run_env, timeout, runner) -> CommandResult:
                 _signal_group(proc.pid, signal.SIGKILL)  # what it left running in the background
             if ended_at is not None and (eof or now - ended_at > DRAIN_S):
                 break  # past DRAIN_S, a process that left the group holds the pipe
+            if ended_at is None and not stopped and stop is not None and stop.is_set():
+                stopped = True
+                _signal_group(proc.pid, signal.SIGKILL)
             if ended_at is None and not timed_out and now - start >= timeout:
                 timed_out, kill_at = True, now + config.kill_grace_s
                 _signal_group(proc.pid, signal.SIGTERM)
@@ -434,7 +467,6 @@ def _supervise(argv, command, cwd, run_env, timeout, runner) -> CommandResult:
                 time.sleep(0.02)
             elif sel.select(timeout=0.05):
                 eof = not _read_into(fd, out)
-    proc.stdout.close()
     proc.wait()
     code = None if timed_out else proc.returncode
     text = out.text()
@@ -446,7 +478,8 @@ def _supervise(argv, command, cwd, run_env, timeout, runner) -> CommandResult:
         output_bytes=out.total,
         seconds=round(time.monotonic() - start, 3),
         sandboxed=runner.sandboxed,
-        limit=None if timed_out else _limit_hit(code, text, config),
+        limit=None if timed_out or stopped else _limit_hit(code, text, config),
+        stopped=stopped,
     )
 
 

@@ -15,6 +15,7 @@ What this module decides, and why:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -61,8 +62,11 @@ class ToolBox:
         exec_config: ExecConfig,
         path_prefix: Sequence[Path] = (),
         env: Mapping[str, str] | None = None,
+        stop: threading.Event | None = None,
     ):
         self.workspace = workspace
+        self.stop = stop
+        """Once set, a running command is killed (cadillac was interrupted)."""
         self.exec_config = exec_config
         self.path_prefix = list(path_prefix)
         self.env = dict(env or {})
@@ -115,6 +119,7 @@ class ToolBox:
             timeout_s=args.timeout_s,
             path_prefix=self.path_prefix,
             env=self.env,
+            stop=self.stop,
         )
         return ToolOutcome(name="run", ok=result.ok, content=result.for_model(), command=result)
 

@@ -10,11 +10,18 @@ What this module decides, and why:
 * A malformed call is a :class:`CallError` whose message is one paragraph for the
   model: what was wrong, then the tool's signature, so it can correct the call. A
   ``null`` for an optional argument means the argument is absent.
+* Arguments are JSON as the standard has it, with finite numbers: ``NaN``,
+  ``Infinity`` and ``-Infinity`` (which Python's parser accepts) and numbers beyond a
+  float's range (``1e999``, which it reads as infinity, or an integer of hundreds of
+  digits) are malformed calls, so no tool sees a number it cannot use (a ``timeout_s``
+  of ``NaN`` or ``Infinity`` would be no limit at all). Arguments nested too deeply
+  for the parser are a malformed call too, not a crash of the build.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -151,13 +158,54 @@ def signature(name: str) -> str:
     return f"{name} takes a JSON object {{{', '.join(parts)}}}"
 
 
+class _NotFinite(ValueError):
+    """A number JSON does not have (NaN, Infinity) or one beyond a float's range."""
+
+
+def _refuse_constant(text: str) -> float:
+    raise _NotFinite(f"{text} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(f"{_short(text)} is too large for a number")
+    return value
+
+
+def _finite_int(text: str) -> int:
+    if len(text.lstrip("-")) > 308:  # beyond a float (and Python's 4300-digit int limit)
+        raise _NotFinite(f"{_short(text)} is too large for a number")
+    return int(text)
+
+
+def _short(number: str) -> str:
+    digits = len(number.lstrip("-"))
+    return number if len(number) <= 24 else f"{number[:12]}... ({digits} digits)"
+
+
 def parse_arguments(name: str, raw: str) -> ToolArgs:
     """The call's arguments validated by the tool's model, or a CallError for the model."""
     sig = signature(name)
     try:
-        data = json.loads(raw) if raw and raw.strip() else {}
+        data = (
+            json.loads(
+                raw,
+                parse_constant=_refuse_constant,
+                parse_float=_finite_float,
+                parse_int=_finite_int,
+            )
+            if raw and raw.strip()
+            else {}
+        )
+    except _NotFinite as exc:
+        raise CallError(
+            f"The arguments of {name} are not valid JSON ({exc}; numbers must be finite). {sig}."
+        ) from None
     except json.JSONDecodeError as exc:
         raise CallError(f"The arguments of {name} are not valid JSON ({exc}). {sig}.") from None
+    except RecursionError:
+        raise CallError(f"The arguments of {name} are nested too deeply. {sig}.") from None
     if not isinstance(data, dict):
         kind = _json_type(data)
         raise CallError(f"The arguments of {name} must be a JSON object, not a JSON {kind}. {sig}.")

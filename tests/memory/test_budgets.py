@@ -1,4 +1,5 @@
-"""Phase budgets: the p90 x 1.2 rule, the 3-row minimum, tag matching, the legacy file."""
+"""Phase budgets: the p90 x 1.2 rule, the 10x ceiling, the 3-row minimum, tag matching, the
+legacy file."""
 
 from __future__ import annotations
 
@@ -58,6 +59,23 @@ def test_only_rows_whose_tags_overlap_the_task_count(history):
         history.compute_budgets(["typescript"])["integrate"].rounds == DEFAULT_ROUNDS["integrate"]
     )
     assert history.compute_budgets([])["integrate"].reason.startswith("default: no task tags")
+
+
+def test_a_budget_is_at_most_ten_times_its_default_and_says_when_it_was_cut(history):
+    for rounds in (250, 260, 270, 280, 290):  # far above build's default of 30
+        history.record_phase_outcome("build", rounds, tags=["python"], outcome="budget_exhausted")
+    b = history.compute_budgets(["python"])["build"]
+    assert DEFAULT_ROUNDS["build"] == 30
+    assert (b.default, b.samples, b.p90, b.rounds) == (30, 5, 286.0, 300)
+    assert b.reason == (
+        "history: p90 286 x 1.2 = 343.2 over 5 matching rows, capped at 10x the default (300)"
+    )
+    for rounds in (60, 62, 65):  # p90 64.4 x 1.2 = 77.3: just under validate's ceiling of 80
+        history.record_phase_outcome("validate", rounds, tags=["go"])
+    under = history.compute_budgets(["go"])["validate"]
+    assert DEFAULT_ROUNDS["validate"] == 8
+    assert under.rounds == 78 and under.reason.startswith("history:")
+    assert "capped" not in under.reason
 
 
 def test_unknown_phase_is_refused(history):

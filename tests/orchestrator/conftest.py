@@ -37,7 +37,12 @@ def repo(tmp_path) -> Path:
     (repo / "examples" / "wordfreq").mkdir(parents=True)
     shutil.copy(ROOT / "examples/wordfreq/policy.py", repo / "examples/wordfreq/policy.py")
     (repo / "tests" / "fakes").mkdir(parents=True)
-    for name in ("__init__.py", "fakes/__init__.py", "fakes/improve_policies.py"):
+    for name in (
+        "__init__.py",
+        "fakes/__init__.py",
+        "fakes/improve_policies.py",
+        "fakes/policies.py",
+    ):
         shutil.copy(ROOT / "tests" / name, repo / "tests" / name)
     (repo / "tests" / "test_smoke.py").write_text(SMOKE)
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)

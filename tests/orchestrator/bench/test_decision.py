@@ -2,69 +2,154 @@
 
 from __future__ import annotations
 
-import math
+import itertools
 
+import numpy as np
 import pytest
 
-from orchestrator.bench.decision import decide, paired_differences, paired_interval, t975
+from orchestrator.bench.decision import (
+    DecisionConfig,
+    Round,
+    confirm,
+    drop_test,
+    evaluate,
+    full,
+    lift_test,
+    screen,
+    sign_flip_p,
+    smallest_p,
+    task_differences,
+)
 
-W = {"a": 1.0, "b": 1.0}
-
-
-def test_t_quantiles():
-    assert t975(1) == 12.706 and t975(9) == 2.262 and t975(30) == 2.042
-    assert t975(60) == pytest.approx(2.000, abs=0.002)
-    assert t975(120) == pytest.approx(1.980, abs=0.002)
-    with pytest.raises(ValueError):
-        t975(0)
-
-
-def test_interval_of_known_numbers():
-    # differences 0.1, 0.2, 0.3, 0.4: mean 0.25, sd 0.1291, t(3) = 3.182 -> half 0.2054
-    iv = paired_interval([0.1, 0.2, 0.3, 0.4])
-    assert iv.mean == pytest.approx(0.25)
-    assert iv.low == pytest.approx(0.25 - 3.182 * 0.129099 / 2, abs=1e-5)
-    assert paired_interval([0.3]).low == -math.inf
-    assert paired_interval([0.2, 0.2]).low == pytest.approx(0.2)
+CFG = DecisionConfig(threshold=0.02)  # the boundaries below are computed for this threshold
 
 
-def test_a_clear_lift_is_accepted():
-    d = decide({"a": [0, 0, 0], "b": [0, 0.5, 0]}, {"a": [1, 1, 1], "b": [0.5, 1, 0.5]}, {}, {}, W)
-    assert d.accepted and d.train_delta == pytest.approx((3 + 1.5) / 6)
+def by_hand(values: list[float]) -> float:
+    """The sign-flip p-value computed the slow, obvious way."""
+
+    def t(x):
+        x = np.asarray(x, dtype=float)
+        sd = x.std(ddof=1)
+        return np.inf * np.sign(x.mean()) if sd == 0 else x.mean() / (sd / np.sqrt(len(x)))
+
+    observed = t(values)
+    flips = [t([s * v for s, v in zip(signs, values, strict=True)])
+             for signs in itertools.product((1, -1), repeat=len(values))]  # fmt: skip
+    return sum(f >= observed - 1e-9 for f in flips) / len(flips)
 
 
-def test_lift_below_the_threshold_is_rejected_even_if_certain():
-    base = {"a": [0.5, 0.5], "b": [0.5, 0.5]}
-    cand = {"a": [0.54, 0.54], "b": [0.54, 0.54]}
-    d = decide(base, cand, {}, {}, W, threshold=0.05)
-    assert not d.accepted and "below the threshold" in d.reason
-    assert decide(base, {"a": [0.55] * 2, "b": [0.55] * 2}, {}, {}, W, 0.05).accepted
+def test_the_sign_flip_test_against_a_hand_computed_case():
+    # four differences, all positive: only the all-plus flip is as extreme -> 1/16
+    assert sign_flip_p([0.1, 0.2, 0.3, 0.4]) == pytest.approx(1 / 16)
+    mixed = [0.3, -0.1, 0.2, 0.25, -0.05]
+    assert sign_flip_p(mixed) == pytest.approx(by_hand(mixed))
+    # with one negative of size 0.1: flips that keep t as high are counted by hand
+    assert sign_flip_p([0.1, 0.2, 0.3, -0.1]) == pytest.approx(by_hand([0.1, 0.2, 0.3, -0.1]))
+    assert sign_flip_p([]) == 1.0
+    assert sign_flip_p([-0.2, -0.1, -0.3]) == pytest.approx(1.0)
 
 
-def test_a_big_but_noisy_lift_is_rejected():
-    base = {"a": [0, 1, 0, 1], "b": [1, 0, 1, 0]}
-    cand = {"a": [1, 1, 0, 1], "b": [1, 1, 0, 0]}  # mean lift 0.125, differences spread wide
-    d = decide(base, cand, {}, {}, W)
-    assert d.train_delta == pytest.approx(0.125)
-    assert not d.accepted and "noise" in d.reason and d.interval.low < 0
+def test_the_smallest_p_over_n_tasks():
+    assert smallest_p(4) == 0.0625 and smallest_p(8) == 2**-8
+    assert sign_flip_p([0.5] * 6) == pytest.approx(smallest_p(6))  # equal and positive
 
 
-def test_the_interval_boundary_decides():
-    # differences (0.1, x) with n = 2: t(1) = 12.706; low > 0 needs spread small enough
-    just_in = decide({"a": [0, 0]}, {"a": [0.1, 0.11]}, {}, {}, {"a": 1.0})
-    just_out = decide({"a": [0, 0]}, {"a": [0.1, 0.13]}, {}, {}, {"a": 1.0})
-    assert just_in.interval.low > 0 and just_in.accepted
-    assert just_out.interval.low < 0 and not just_out.accepted
+def test_the_task_is_the_unit_and_weights_scale_the_lift():
+    d, w = task_differences({"a": [0, 0, 0], "b": [0.5]}, {"a": [1, 1, 0], "b": [1.0]}, {})
+    assert list(d) == pytest.approx([2 / 3, 0.5]) and list(w) == [1.0, 1.0]
+    t = lift_test({"a": [0], "b": [0]}, {"a": [1], "b": [0]}, {"a": 3.0, "b": 1.0})
+    assert t.lift == pytest.approx(0.75) and t.tasks == 2  # the weighted score 0 -> 0.75
 
 
-def test_a_holdout_drop_beyond_the_threshold_vetoes():
-    base, cand = {"a": [0, 0], "b": [0, 0]}, {"a": [1, 1], "b": [1, 1]}
-    ok = decide(base, cand, {"h": [1.0, 1.0]}, {"h": [0.96, 0.96]}, W)
-    veto = decide(base, cand, {"h": [1.0, 1.0]}, {"h": [0.9, 0.9]}, W)
-    assert ok.accepted and ok.holdout_delta == pytest.approx(-0.04)
-    assert not veto.accepted and "holdout fell" in veto.reason
+def test_the_threshold_is_the_minimum_effect():
+    tasks = [f"t{i}" for i in range(6)]
+    base = {t: [0.5] for t in tasks}
+    just_over = {t: [0.5 + 0.021 + 0.001 * i] for i, t in enumerate(tasks)}
+    just_under = {t: [0.5 + 0.015 + 0.001 * i] for i, t in enumerate(tasks)}
+    assert lift_test(base, just_over, {}, CFG.threshold).p == pytest.approx(1 / 64)
+    assert lift_test(base, just_under, {}, CFG.threshold).p > 0.5  # under 0.02: no evidence
+    assert lift_test(base, just_under, {}, 0.0).p == pytest.approx(1 / 64)
 
 
-def test_weights_scale_the_differences_so_their_mean_is_the_score_lift():
-    diffs = paired_differences({"a": [0], "b": [0]}, {"a": [1], "b": [0]}, {"a": 3.0, "b": 1.0})
-    assert sum(diffs) / len(diffs) == pytest.approx(0.75)  # weighted score 0 -> 0.75
+def test_screen_drops_only_what_is_clearly_worse():
+    assert screen({"a": [0.5]}, {"a": [0.5]}, {}, CFG).go_on  # one unlucky repeat is no verdict
+    assert screen({"a": [0.59]}, {"a": [0.5]}, {}, CFG).go_on  # above the floor of -0.1
+    assert "hopeless" in screen({"a": [0.61]}, {"a": [0.5]}, {}, CFG).reason
+    assert screen({"a": [0.5]}, {"a": [0.51]}, {}, CFG).go_on
+    assert not screen({}, {}, {}, CFG).go_on
+
+
+def test_full_drops_below_the_threshold_and_noise():
+    base = {f"t{i}": [0.5, 0.5] for i in range(8)}
+    small = {t: [0.51, 0.51] for t in base}
+    assert "below the threshold" in full(base, small, {}, CFG).reason
+    noisy = {t: [1.0, 1.0] if i % 2 else [0.0, 0.1] for i, t in enumerate(base)}
+    stage = full(base, noisy, {}, CFG)
+    assert not stage.go_on and "noise" in stage.reason and stage.train.p > CFG.futility_p
+    clear = {t: [0.8, 0.9] for t in base}
+    assert full(base, clear, {}, CFG).go_on
+
+
+def confirm_with(train_lifts, round_lift=0.3, holdout=(), alpha=0.05):
+    tasks = [f"t{i}" for i in range(len(train_lifts))]
+    base = {t: [0.3] for t in tasks}
+    cand = {t: [0.3 + x] for t, x in zip(tasks, train_lifts, strict=True)}
+    again = {t: [0.3 + round_lift] for t in tasks}
+    hb = {f"h{i}": [0.6] for i in range(len(holdout))}
+    hc = {f"h{i}": [0.6 + x] for i, x in enumerate(holdout)}
+    return confirm(base, cand, base, again, hb, hc, {}, CFG, alpha)
+
+
+def test_confirm_accepts_a_credible_lift_and_its_alpha_decides():
+    lifts = [0.3, 0.35, 0.4, 0.25, 0.3, 0.45]  # six tasks: p = 1/64
+    ok = confirm_with(lifts)
+    assert ok.go_on and ok.train.p == pytest.approx(1 / 64) and "accepted" in ok.reason
+    tight = confirm_with(lifts, alpha=0.01)  # 1/64 = 0.0156 > 0.01
+    assert not tight.go_on and "not credible" in tight.reason
+
+
+def test_confirm_needs_the_confirmation_round_to_lift_too():
+    stage = confirm_with([0.3] * 6, round_lift=0.0)
+    assert not stage.go_on and "confirmation round" in stage.reason
+
+
+def test_the_holdout_vetoes_only_a_credible_drop():
+    lifts = [0.3, 0.35, 0.4, 0.25, 0.3, 0.45]
+    drop = confirm_with(lifts, holdout=[-0.3, -0.4, -0.35, -0.5, -0.3])  # p = 1/32 <= 0.1
+    assert not drop.go_on and "holdout fell" in drop.reason
+    assert drop.holdout.lift == pytest.approx(-0.37)
+    one_bad = confirm_with(lifts, holdout=[-0.5, 0.0, 0.0, 0.05, 0.0])  # a point, no evidence
+    assert one_bad.go_on and one_bad.holdout.lift == pytest.approx(-0.09)
+    small = drop_test({"h": [0.6]}, {"h": [0.59]}, {}, CFG.threshold)  # 0.01 < the margin
+    assert small.p == 1.0
+
+
+def test_evaluate_runs_the_stages_and_stops_at_the_first_drop():
+    asked = []
+
+    def measure(stage, repeats, holdout):
+        asked.append((stage, repeats, holdout))
+        lift = -0.2 if stage == "screen" else 0.4
+        return Round(
+            {f"t{i}": [0.3] * repeats for i in range(6)},
+            {f"t{i}": [0.3 + lift] * repeats for i in range(6)},
+        )
+
+    stages = evaluate(measure, {}, CFG, 0.05)
+    assert [s.stage for s in stages] == ["screen"] and asked == [("screen", 1, False)]
+
+    asked.clear()
+
+    def lifting(stage, repeats, holdout):
+        asked.append((stage, repeats, holdout))
+        return Round(
+            {f"t{i}": [0.3] * repeats for i in range(6)},
+            {f"t{i}": [0.6 + 0.01 * i] * repeats for i in range(6)},
+            {"h": [0.5] * repeats} if holdout else {},
+            {"h": [0.5] * repeats} if holdout else {},
+        )
+
+    stages = evaluate(lifting, {}, CFG, 0.05)
+    assert [s.stage for s in stages] == ["screen", "full", "confirm"] and stages[-1].go_on
+    expected = [("screen", 1, False), ("full", 4, True), ("confirm", CFG.confirm_repeats, True)]
+    assert asked == expected

@@ -65,8 +65,9 @@ def test_builds_are_scored_by_the_share_of_hidden_checks_and_memory_has_one_writ
         (Path(home) / "runs" / f"matrix-{results.id}" / "results.json").read_text()
     )
     assert on_disk["train_score"] == pytest.approx(0.625) and on_disk["ended"]
-    assert len(PhaseBudgets(Path(home) / "phase_budgets.jsonl", DEFAULT_ROUNDS).rows()) == 6 * 6
-    assert results.learning_applied["record_phase"] == 36
+    # only the train tasks' builds learn (4 of the 6): the holdout stays held out
+    assert len(PhaseBudgets(Path(home) / "phase_budgets.jsonl", DEFAULT_ROUNDS).rows()) == 4 * 6
+    assert results.learning_applied["record_phase"] == 24
     assert len(MemoryStore(Path(home) / "memory.jsonl").all()) > 0
 
     weaknesses = find_weaknesses(results, Path(home) / "runs")
@@ -75,7 +76,7 @@ def test_builds_are_scored_by_the_share_of_hidden_checks_and_memory_has_one_writ
         weaknesses[0].signature
         == "acceptance:wf-b:test_wordfreq_b.py::test_numbers_inside_text_are_skipped"
     )
-    assert weaknesses[0].cost == pytest.approx(0.5 / 3, abs=1e-5)
+    assert weaknesses[0].cost == pytest.approx(0.5 / 2, abs=1e-5)  # of the two train tasks
     assert "phases/build.md" in weaknesses[0].targets
 
     # the hidden checks ran beside a copy of the project: the model never saw a word of them
@@ -94,15 +95,33 @@ def test_without_learning_the_home_is_left_as_it_was(home):
     assert not (Path(home) / "memory.jsonl").exists()
 
 
-def test_a_build_that_fails_before_validate_scores_zero(home):
+def test_holdout_builds_never_learn_even_when_the_run_does(home):
+    results = run_matrix(Home(home), config(), SMALL, repeats=1, split="all", learn=True)
+    assert sorted(r.task_id for r in results.runs) == ["wf-a", "wf-b", "wf-h"]
+    rows = [json.loads(x) for x in (Path(home) / "phase_budgets.jsonl").read_text().splitlines()]
+    assert len(rows) == 12  # six phases of each of the two train builds; none of wf-h's
+    held = run_matrix(Home(home), config(), SMALL, repeats=1, split="holdout", learn=True)
+    assert held.runs[0].score == 1.0 and held.learning_applied == {}
+    after = (Path(home) / "phase_budgets.jsonl").read_text().splitlines()
+    assert len(after) == 12
+
+
+def test_a_build_that_fails_before_validate_scores_zero_and_only_train_makes_weaknesses(home):
     model = "scripted:tests.fakes.improve_policies:never_plans"
-    results = run_matrix(Home(home), config(model), SMALL, split="holdout", learn=False)
-    (run,) = results.runs
-    assert run.score == 0.0 and not run.reached_validate
-    assert (run.failed_phase, run.phase_outcome) == ("plan", "budget_exhausted")
+    results = run_matrix(Home(home), config(model), SMALL, split="all", learn=False)
+    assert sorted(r.task_id for r in results.runs) == ["wf-a", "wf-b", "wf-h"]
+    for run in results.runs:
+        assert run.score == 0.0 and not run.reached_validate
+        assert (run.failed_phase, run.phase_outcome) == ("plan", "budget_exhausted")
     (weakness,) = find_weaknesses(results, Path(home) / "runs")
     assert weakness.signature == "phase:plan:budget_exhausted"
     assert weakness.targets[:2] == ["phases/plan.md", "phases/plan.py"]
+    assert weakness.tasks == [
+        "wf-a",
+        "wf-b",
+    ]  # the holdout task failed the same way, and is not named
+    held = run_matrix(Home(home), config(model), SMALL, split="holdout", learn=False)
+    assert held.runs[0].score == 0.0 and find_weaknesses(held, Path(home) / "runs") == []
 
 
 def test_matrix_run_command(home, capsys):

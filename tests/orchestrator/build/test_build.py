@@ -345,3 +345,15 @@ def test_a_live_run_cannot_be_resumed_by_a_second_process(home, capsys):
         assert not builder.run.events_path.exists() and builder.run.summary() is None
     finally:
         held.release()
+
+
+def test_a_phase_that_could_not_reach_the_model_does_not_reflect(home):
+    with FakeOpenAI(lambda body: {"status": 401}) as server:
+        builder = Builder.start(
+            Home(home), config("openai/m", api_base=server.api_base), wordfreq.TASK
+        )
+        summary = builder.build()
+    assert summary.status == "failed" and "model error" in summary.phases[0].check
+    assert len(server.requests) == 1  # the failed call; no reflection was asked of it
+    kinds = [e["kind"] for e in events(builder.run)]
+    assert "reflection" not in kinds and "reflection_failed" not in kinds

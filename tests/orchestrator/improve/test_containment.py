@@ -103,9 +103,9 @@ def test_a_patched_build_loop_cannot_reach_outside_its_trial(home, repo, monkeyp
     edit = {"file": "orchestrator/build/agent.py", "search": anchor,
             "replace": probe + "\n\n" + anchor}  # fmt: skip
     before = hidden.read_text()
-    summary = cycle(home, repo, [answer([edit, ADD_SENTENCE], "probe")], iterations=1).run()
+    summary = cycle(home, repo, [answer([edit], "probe")], iterations=1).run()
     (it,) = summary.iterations
-    folder = Path(home) / "runs" / f"improve-{summary.id}" / "iter-1" / "candidate-trial"
+    folder = Path(home) / "runs" / f"improve-{summary.id}" / "iter-1" / "screen-candidate-trial"
     report = json.loads((folder / "escape-report.json").read_text())
     assert report["environment"] == []  # a scripted builder needs no key: none was passed
     assert report["hidden checks"].startswith("denied"), report
@@ -114,19 +114,19 @@ def test_a_patched_build_loop_cannot_reach_outside_its_trial(home, repo, monkeyp
     )  # and what it "wrote" elsewhere went to the sandbox's own private /tmp, as below shows
     assert hidden.read_text() == before
     assert not (repo / "PWNED").exists() and git(repo, "status", "--porcelain") == ""
-    memory = (Path(home) / "memory.jsonl").read_text()
-    assert "pwned" not in memory
+    for path in Path(home).glob("*.jsonl"):
+        assert "pwned" not in path.read_text(), path
     assert it.candidate_score is not None  # the trial itself ran, scored by the judge
 
 
 class StraysInTheWorktree(Lift):
     """A matrix that lifts, but leaves a file behind in the code it was given."""
 
-    def run(self, code: Path, label: str, folder: Path):
-        if label == "candidate":
+    def run(self, code: Path, label: str, folder: Path, round):
+        if label.endswith("candidate"):
             (code / "stray.txt").write_text("left behind\n")
             (code / "phases" / "plan.md").write_text("changed by the trial\n")
-        return super().run(code, label, folder)
+        return super().run(code, label, folder, round)
 
 
 def test_a_commit_holds_exactly_the_proposal(home, repo):
@@ -193,7 +193,7 @@ def test_the_trial_home_is_a_frozen_copy(home, repo):
 
     store = MemoryStore(Path(home) / "memory.jsonl")
     store.save(Lesson(type="tool_pattern", trigger="before the cycle", fix="x"))
-    runner = SandboxedMatrix(Home(home), SMALL, LLMConfig(model="scripted:x"), repeats=1)
+    runner = SandboxedMatrix(Home(home), SMALL, LLMConfig(model="scripted:x"))
     store.save(Lesson(type="tool_pattern", trigger="written during the cycle", fix="y"))
     assert b"before the cycle" in runner.snapshot["memory.jsonl"]
     assert b"during the cycle" not in runner.snapshot["memory.jsonl"]

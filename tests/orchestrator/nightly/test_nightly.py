@@ -18,7 +18,7 @@ from orchestrator.home import Home
 from orchestrator.nightly.records import NightlyLock, parse_duration
 
 ROOT = Path(__file__).resolve().parents[3]
-SMALL = ROOT / "tests" / "fixtures" / "matrix_small"
+LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"
 BUILDER = "scripted:tests.fakes.improve_policies:sentence_builder"
 IMPROVER = "scripted:tests.fakes.improve_policies:digit_improver"
 
@@ -27,7 +27,7 @@ def nightly_args(repo: Path, *extra: str) -> list[str]:
     return [
         "nightly",
         "--matrix",
-        str(SMALL),
+        str(LIFT),
         "--model",
         BUILDER,
         "--improver-model",
@@ -78,10 +78,10 @@ def test_two_nights_write_reports_with_one_history_point_per_night(home, repo, c
         assert fetch not in page
     assert not re.search(r"(src|href)\s*=\s*[\"']?https?:", page)
     train = marks(page, "train")
-    assert [y for _, y in train] == ["0.625", "0.625"]  # the baseline at the start of each night
+    assert [y for _, y in train] == ["0.65", "0.65"]  # the baseline at the start of each night
     assert len(marks(page, "holdout")) == 2
-    grid = [m for m in re.findall(r'data-series="wf-[abh]"', page)]
-    assert len(grid) == 3 * 2  # three tasks, two repeats
+    grid = [m for m in re.findall(r'data-series="wf-[abh]\d?"', page)]
+    assert len(grid) == 6 * 2  # six tasks, two repeats of the survey
     md = (second / "report.md").read_text()
     assert "| iter | weakness | decision |" in md and "accepted" in md and "```diff" in md
     index = (Path(home) / "runs" / "index.html").read_text()
@@ -208,7 +208,7 @@ def test_the_report_renders_in_headless_chromium_without_console_errors(home, re
     console = [line for line in done.stderr.splitlines() if "CONSOLE" in line]
     assert not [line for line in console if "rror" in line], console
     dom = done.stdout
-    assert [y for _, y in marks(dom, "train")] == ["0.625"]
+    assert [y for _, y in marks(dom, "train")] == ["0.65"]
     in_page = re.findall(r'class="mark"', page.read_text())
     assert len(re.findall(r'class="mark"', dom)) == len(in_page) > 10
     assert shot.is_file() and shot.stat().st_size > 10_000

@@ -144,6 +144,27 @@ def test_malformed_calls_are_explained_not_raised(
     assert not (box.workspace.root / "a.py").exists()
 
 
+@pytest.mark.parametrize(
+    "number",
+    ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "1" + "0" * 5000],
+)
+def test_non_finite_numbers_are_a_malformed_call_and_nothing_runs(box: ToolBox, number: str):
+    raw = f'{{"command": "touch ran", "timeout_s": {number}}}'
+    outcome = call(box, "run", raw=raw)
+    assert not outcome.ok and outcome.command is None
+    assert outcome.content.startswith("The arguments of run are not valid JSON (")
+    assert "numbers must be finite" in outcome.content and number[:12] in outcome.content
+    assert '"timeout_s": number (optional)' in outcome.content and "\n" not in outcome.content
+    assert not (box.workspace.root / "ran").exists()
+    fine = call(box, "run", raw='{"command": "touch ran", "timeout_s": 30.5}')
+    assert fine.ok and (box.workspace.root / "ran").exists()
+
+
+def test_arguments_nested_too_deeply_are_a_malformed_call(box: ToolBox):
+    outcome = call(box, "write_file", raw='{"path": ' + "[" * 100_000)
+    assert not outcome.ok and "nested too deeply" in outcome.content
+
+
 def test_the_models_run_tool_never_reaches_the_network(tmp_path: Path):
     box = ToolBox(Workspace(tmp_path / "ws"), ExecConfig(sandbox="bwrap"))
     with socket.socket() as server:

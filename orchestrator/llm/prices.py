@@ -1,0 +1,35 @@
+"""Whether cadillac can know what a model costs, so a spend cap can be kept.
+
+litellm prices a call from its local cost map. A model it has no price for (a local
+server, a replay, a scripted model, a new model) costs "unknown": a cap in dollars cannot
+stop its spending, and a cap in tokens must be given instead.
+"""
+
+from __future__ import annotations
+
+from orchestrator.llm import backends
+from orchestrator.llm.client import litellm_module
+
+
+def price_known(model: str) -> bool:
+    """True when litellm has a price per token for ``model``."""
+    if backends.is_builtin(model):
+        return False
+    try:
+        info = litellm_module().get_model_info(model)
+    except Exception:  # not in the cost map
+        return False
+    return bool(info.get("input_cost_per_token") or info.get("output_cost_per_token"))
+
+
+def cap_warning(models: list[str], max_cost: float | None, max_tokens: int | None) -> str:
+    """What to say at the start when a dollar cap cannot be kept ("" when it can)."""
+    if max_cost is None or max_tokens is not None:
+        return ""
+    unknown = [m for m in dict.fromkeys(models) if not price_known(m)]
+    if not unknown:
+        return ""
+    return (
+        f"the price of {', '.join(unknown)} is unknown, so --max-cost {max_cost:g} cannot stop "
+        "its spending; give --max-tokens as well"
+    )
