@@ -16,6 +16,11 @@ so a user can see why a phase got its rounds. The phases and their default round
 given by the caller (cadillac passes ``phases.DEFAULT_ROUNDS``; this package imports
 nothing else of cadillac's). Rows of other phases (review, wiring, from the earlier
 system) are kept in the file but not used.
+
+A row is history only if its numbers are ones a phase can have: ``rounds`` at most
+:data:`MAX_ROUNDS` and a finite ``ts``. A row with ``rounds`` of 10**400 (or any count
+no phase ever ran) is damage, not history, and would overflow the percentile; like any
+other invalid line it is skipped with a warning and left in the file (:mod:`memory.jsonl`).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ HEADROOM = 1.2
 PERCENTILE = 90
 CEILING = 10
 """A phase's budget is at most this many times its default, whatever the history says."""
+MAX_ROUNDS = 1_000_000
+"""The most rounds a row may record; a larger count is an invalid row, skipped with a warning."""
 Outcome = Literal["passed", "budget_exhausted", "error"]
 
 
@@ -45,9 +52,9 @@ class BudgetRow(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    ts: float = Field(default_factory=time.time)
+    ts: float = Field(default_factory=time.time, allow_inf_nan=False)
     phase: str = Field(min_length=1)
-    rounds: int = Field(ge=0)
+    rounds: int = Field(ge=0, le=MAX_ROUNDS)
     n_files: int = Field(default=0, ge=0)
     tags: list[str] = Field(default_factory=list)
     outcome: Outcome | None = None

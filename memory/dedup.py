@@ -16,7 +16,10 @@ A merge folds the new lesson into the stored one, which keeps its id, ts,
 type, polarity, trigger and fix (the stored wording is the one that earned its
 confidence). It takes the union of the tags, the higher confidence, the sum of
 the use counts, the later ``last_used_ts``, and the new source task if it had
-none. Fields only the new lesson carries are added.
+none. Fields only the new lesson carries are added. So the new lesson's own wording,
+its trigger and fix where they differ from the stored ones, is dropped;
+:func:`dropped_by_merge` names it, so that whoever added the lesson can be told (and
+can forget the stored lesson and add theirs, if their wording is the better one).
 """
 
 from __future__ import annotations
@@ -66,6 +69,15 @@ def find_duplicate(
             if score > threshold and (best is None or (score, -slot) > (best[0], -best[1])):
                 best = (score, slot)
     return None if best is None else index.slots[best[1]]
+
+
+def dropped_by_merge(stored: Lesson, new: Lesson) -> dict[str, str]:
+    """The wording of ``new`` that a merge into ``stored`` did not keep: field -> text."""
+    return {
+        name: getattr(new, name)
+        for name in ("trigger", "fix")
+        if getattr(new, name).strip() != getattr(stored, name).strip()
+    }
 
 
 def merge_into(stored: Lesson, new: Lesson) -> Lesson:

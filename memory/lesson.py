@@ -6,6 +6,11 @@ are kept (``extra="allow"``) and written back on every rewrite, so files from
 other tools survive us. Lines written by the earlier system have no ``id``:
 :func:`content_id` derives a stable one from the line's content, and the first
 rewrite stores it, so an id shown to a user today still works tomorrow.
+
+A line whose numbers no lesson can have is invalid, like a line of bad JSON: a ``used``
+above :data:`MAX_USES` (10**400 would overflow the index's float columns) or a ``ts``
+that is infinite or NaN (it would be written back as ``null``, a line no reader takes).
+:mod:`memory.jsonl` skips such a line with a warning and keeps it aside on a rewrite.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ LESSON_TYPES: tuple[str, ...] = LessonType.__args__  # type: ignore[attr-defined
 Polarity = Literal["do", "dont"]
 SOURCE_TASK_MAX = 200
 SCHEMA_VERSION = 1
+MAX_USES = 10**9
+"""The most uses a lesson may record (a build adds one): more is an invalid line."""
 
 
 class Lesson(BaseModel):
@@ -33,7 +40,7 @@ class Lesson(BaseModel):
 
     id: str = ""
     """Short stable id (8 hex digits) that users and the model cite; set by the store."""
-    ts: float = Field(default_factory=time.time)
+    ts: float = Field(default_factory=time.time, allow_inf_nan=False)
     """Unix time the lesson was first written."""
     type: LessonType
     trigger: str = Field(min_length=1)
@@ -41,13 +48,13 @@ class Lesson(BaseModel):
     fix: str
     """What to do, or (polarity dont) what never to do and why."""
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
-    used: int = Field(default=0, ge=0)
+    used: int = Field(default=0, ge=0, le=MAX_USES)
     """How many times a build applied it and succeeded."""
     polarity: Polarity = "do"
     tags: list[str] = Field(default_factory=list)
     source_task: str = ""
     """The task it was learned on, cut to 200 characters."""
-    last_used_ts: float | None = None
+    last_used_ts: float | None = Field(default=None, allow_inf_nan=False)
     """Unix time it was last reinforced; decay counts from here (or from ts)."""
     v: int = SCHEMA_VERSION
 

@@ -1,5 +1,5 @@
 """``python -m orchestrator`` runs the same command line as ``cadillac``."""
 
-from orchestrator.cli import main
+from orchestrator.cli import entry
 
-raise SystemExit(main())
+entry()

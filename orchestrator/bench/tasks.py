@@ -48,7 +48,16 @@ def load_matrix(folder: Path, require_checks: bool = True) -> list[MatrixTask]:
     tasks = []
     for toml in sorted(folder.glob("*/task.toml")):
         try:
-            task = MatrixTask.model_validate(tomllib.loads(toml.read_text(encoding="utf-8")))
+            text = toml.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CadillacError(
+                f"{toml}: is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                f"{exc.start}); save it as UTF-8"
+            ) from None
+        except OSError as exc:
+            raise CadillacError(f"{toml}: cannot be read: {exc.strerror or exc}") from None
+        try:
+            task = MatrixTask.model_validate(tomllib.loads(text))
         except (tomllib.TOMLDecodeError, ValidationError) as exc:
             first = str(exc).splitlines()
             raise CadillacError(f"{toml}: {' '.join(first[:3])}") from None

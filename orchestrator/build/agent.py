@@ -198,7 +198,11 @@ class Builder:
         if summary is not None and summary.status == "passed":
             lock.release()
             raise NothingToResume(f"run {run_id} already passed: nothing to resume")
-        builder = cls(home, config, run.task().task, run, **kw)
+        try:
+            builder = cls(home, config, run.task().task, run, **kw)
+        except BaseException:  # an unreadable task.json, a model that cannot be opened
+            lock.release()
+            raise
         builder.lock = lock
         return builder
 

@@ -6,19 +6,26 @@ and flushed as it happens, so a killed run can still be read), ``llm.jsonl``
 (every model attempt, written by :mod:`orchestrator.llm.client`), ``summary.json``
 (rewritten after every phase, so it is current even after a crash between
 phases) and ``workspace/`` (the project being built). Run ids sort by time.
+
+A record that cannot be read (not UTF-8, not JSON, a value out of place) makes its run
+*unreadable*: :class:`RunUnreadable` says which file and why, in one line, and a listing
+shows the run as such instead of stopping. :func:`read_record` reads the records of the
+other kinds of run (matrix, improve, nightly) the same way.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import shutil
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from filelock import FileLock, Timeout
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.errors import CadillacError
 
@@ -91,6 +98,84 @@ def new_run_id() -> str:
     return f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
 
 
+BUILD_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}")
+"""What :func:`new_run_id` makes: a build's folder name (other kinds add a prefix)."""
+
+
+def id_time(run_id: str) -> float | None:
+    """When a run with this id (``[kind-]YYYYmmdd-HHMMSS-…``) started, to the second."""
+    match = re.search(r"(\d{8}-\d{6})", run_id)
+    if not match:
+        return None
+    try:
+        return datetime.strptime(match.group(1), "%Y%m%d-%H%M%S").timestamp()
+    except ValueError:
+        return None
+
+
+class RunUnreadable(CadillacError):
+    """A run's record cannot be read: which file, and why (one line)."""
+
+    def __init__(self, run_id: str, file: str, reason: str):
+        super().__init__(f"run {run_id} is unreadable: {file}: {reason}")
+        self.file, self.reason = file, reason
+
+    @property
+    def why(self) -> str:
+        """``<file>: <reason>``, for a listing's row."""
+        return f"{self.file}: {self.reason}"
+
+
+Record = TypeVar("Record", bound=BaseModel)
+
+
+def _problem(exc: ValidationError) -> str:
+    """What is wrong with a record, in words: the first one or two errors."""
+    parts = []
+    for error in exc.errors()[:2]:
+        message = error["msg"]
+        if error["type"] == "json_invalid":
+            return "not JSON (" + message.removeprefix("Invalid JSON: ") + ")"
+        where = ".".join(str(x) for x in error["loc"])
+        got = error.get("input")
+        shown = "" if isinstance(got, dict | list) else f" (got {str(got)[:60]!r})"
+        parts.append(f"{where + ': ' if where else ''}{message}{shown}")
+    more = len(exc.errors()) - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def read_record(path: Path, model: type[Record], run_id: str) -> Record:
+    """The record in ``path``; RunUnreadable (naming the file and the reason) when it cannot
+    be read as a ``model``."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise RunUnreadable(run_id, path.name, "missing") from None
+    except OSError as exc:
+        raise RunUnreadable(run_id, path.name, exc.strerror or str(exc)) from None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = data[exc.start]
+        raise RunUnreadable(
+            run_id, path.name, f"not UTF-8 text (byte 0x{byte:02x} at offset {exc.start})"
+        ) from None
+    try:
+        return model.model_validate_json(data)
+    except ValidationError as exc:
+        raise RunUnreadable(run_id, path.name, _problem(exc)) from None
+
+
+def check_run_id(run_id: str, runs_dir: Path) -> str:
+    """``run_id`` when it names a folder right in ``runs_dir`` (never a path that leaves it);
+    CadillacError otherwise."""
+    if not run_id.strip():
+        raise CadillacError("the run id is empty: give one from 'cadillac runs list'")
+    if run_id in (".", "..") or any(c in run_id for c in "/\\\0"):
+        raise CadillacError(f"no run {run_id!r} in {runs_dir} (see 'cadillac runs list')")
+    return run_id
+
+
 class Run:
     """The folder of one build run, and its writers."""
 
@@ -131,20 +216,32 @@ class Run:
 
     @classmethod
     def create(cls, runs_dir: Path, record: TaskRecord) -> Run:
+        """The run's folder with its task.json, or no folder at all: the record is made into
+        text before anything is created (a task that cannot be stored makes nothing)."""
+        try:
+            text = record.model_dump_json(indent=2) + "\n"
+        except ValueError as exc:  # text that is not UTF-8 (a lone surrogate) cannot be stored
+            raise CadillacError(f"the run cannot be recorded: {exc}") from None
         run = cls(runs_dir, record.run_id)
-        run.workspace.mkdir(parents=True, exist_ok=False)
-        run.task_path.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        run.dir.mkdir(parents=True, exist_ok=False)
+        try:
+            run.task_path.write_text(text, encoding="utf-8")
+            run.workspace.mkdir()
+        except BaseException:
+            shutil.rmtree(run.dir, ignore_errors=True)
+            raise
         return run
 
     @classmethod
     def open(cls, runs_dir: Path, run_id: str) -> Run:
-        run = cls(runs_dir, run_id)
+        run = cls(runs_dir, check_run_id(run_id, runs_dir))
         if not run.task_path.is_file():
             raise CadillacError(f"no run {run_id!r} in {runs_dir} (see 'cadillac runs list')")
         return run
 
     def task(self) -> TaskRecord:
-        return TaskRecord.model_validate_json(self.task_path.read_text(encoding="utf-8"))
+        """The run's task.json (RunUnreadable when it cannot be read)."""
+        return read_record(self.task_path, TaskRecord, self.id)
 
     def event(self, kind: str, phase: str | None = None, round: int | None = None, **data) -> None:
         line = Event(kind=kind, phase=phase, round=round, data=data).model_dump_json()
@@ -169,14 +266,56 @@ class Run:
         os.replace(tmp, self.summary_path)
 
     def summary(self) -> RunSummary | None:
-        if not self.summary_path.is_file():
+        """The run's summary.json; None before its first phase ended (RunUnreadable when it
+        cannot be read)."""
+        if not self.summary_path.exists():
             return None
-        return RunSummary.model_validate_json(self.summary_path.read_text(encoding="utf-8"))
+        return read_record(self.summary_path, RunSummary, self.id)
+
+    def row(self) -> dict[str, Any]:
+        """The run as ``cadillac runs list`` shows it (``--json`` prints these keys): its
+        status is ``unreadable``, with the reason, when a record cannot be read, and
+        ``interrupted`` when it says running while no process builds in it."""
+        row: dict[str, Any] = {
+            "run_id": self.id,
+            "kind": "build",
+            "task": None,
+            "status": "unreadable",
+            "phases_passed": 0,
+            "cost_usd": None,
+            "started": id_time(self.id),
+            "ended": None,
+            "reason": "",
+        }
+        try:
+            if not self.task_path.exists():
+                raise RunUnreadable(self.id, "task.json", "missing (the run stopped as it began)")
+            task = self.task()
+            row["task"], row["started"] = task.task, task.created
+            s = self.summary()
+        except RunUnreadable as exc:
+            row["reason"] = exc.why
+            return row
+        status = s.status if s else "running"  # no summary yet: its first phase is on
+        if status == "running" and not self.live():  # its process is gone
+            status = "interrupted"
+            row["reason"] = "its process is gone (killed); resume it with --resume"
+        row["status"] = status
+        if s is not None:
+            row["phases_passed"] = sum(p.outcome == "passed" for p in s.phases)
+            row["cost_usd"], row["started"], row["ended"] = s.cost_usd, s.started, s.ended
+            row["reason"] = row["reason"] or s.reason
+        return row
 
 
 def list_runs(runs_dir: Path) -> list[Run]:
-    """Runs with a task.json, newest first."""
+    """Build runs, newest first: folders with a task.json, and folders named like a build
+    that lack one (a run stopped as it began: listed as unreadable)."""
     if not runs_dir.is_dir():
         return []
-    found = [Run(runs_dir, p.name) for p in runs_dir.iterdir() if (p / "task.json").is_file()]
+    found = [
+        Run(runs_dir, p.name)
+        for p in runs_dir.iterdir()
+        if p.is_dir() and ((p / "task.json").is_file() or BUILD_ID.fullmatch(p.name))
+    ]
     return sorted(found, key=lambda r: r.id, reverse=True)

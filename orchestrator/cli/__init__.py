@@ -48,6 +48,24 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt  # SIGTERM stops a command the way Ctrl-C does
 
 
+def entry() -> None:
+    """The ``cadillac`` program: :func:`main`, then an exit that a late Ctrl-C cannot spoil.
+
+    Once the command has returned, its work is done and said; a Ctrl-C or SIGTERM while
+    the interpreter shuts down (joining a finished pool's threads, flushing) would only
+    print "Exception ignored ... KeyboardInterrupt" over a result that stands, so both
+    are ignored from then on.
+    """
+    status = main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader left after the last line: not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    raise SystemExit(status)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -65,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CadillacError as exc:
         print(f"cadillac: error: {exc}", file=sys.stderr)
         return 1
-    except BrokenPipeError:  # `cadillac memory list | head`
+    except BrokenPipeError:  # `cadillac memory list | head`: the reader has what it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:

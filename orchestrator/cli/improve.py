@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from orchestrator.cli import output
@@ -11,7 +12,6 @@ from orchestrator.cli.args import (
     cycle_options,
     matrix_options,
     model_options,
-    positive_float,
     sandbox_options,
     spend_options,
     unit,
@@ -19,6 +19,34 @@ from orchestrator.cli.args import (
 from orchestrator.cli.config import build_config
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
+
+
+def duration(text: str) -> float:
+    """The argparse type of ``--time-budget`` (improve and nightly): seconds, from 6h, 90m,
+    1h30m, 45s or a plain number of minutes; more than 0."""
+    from orchestrator.nightly.records import parse_duration
+
+    try:
+        return parse_duration(text)
+    except CadillacError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def time_budget_option(p: argparse.ArgumentParser, **options) -> None:
+    """``--time-budget DURATION``, the same for improve and nightly.
+
+    A value that starts with a minus and a digit (``-1h``) is taken as the option's value,
+    to be refused as "must be more than 0", not as an unknown option ("expected one
+    argument"); no option of these commands is spelt like a negative number. (Python 3.13's
+    argparse does the same by default.)"""
+    p.add_argument(
+        "--time-budget",
+        type=duration,
+        metavar="DURATION",
+        help="e.g. 6h, 90m, 1h30m or 45s; a plain number is minutes",
+        **options,
+    )
+    p._negative_number_matcher = re.compile(r"^-\.?\d")
 
 
 def add_parsers(commands) -> None:
@@ -36,18 +64,36 @@ def add_parsers(commands) -> None:
     p.add_argument(
         "--threshold", type=unit, help="least train lift worth keeping a patch for (default 0.01)"
     )
-    p.add_argument("--time-budget", type=positive_float, metavar="MINUTES")
+    time_budget_option(p)
     p.add_argument("--status", action="store_true", help="show the latest improve run")
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--json", action="store_true", help="print only the summary (with --status too), as JSON"
+    )
 
 
-def show_improve(folder: Path) -> None:
+def read_summary(folder: Path):
+    """The ImproveSummary of an improve run's folder; CadillacError naming the file if bad."""
+    from pydantic import ValidationError
+
     from orchestrator.improve.records import ImproveSummary
 
     path = folder / "summary.json"
     if not path.is_file():
         raise CadillacError(f"{folder} has no summary.json")
-    s = ImproveSummary.model_validate_json(path.read_text(encoding="utf-8"))
+    try:
+        return ImproveSummary.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        reason = f"{where}: {error['msg']}" if where else error["msg"]
+        raise CadillacError(f"{path} cannot be read: {reason}") from None
+
+
+def show_improve(folder: Path, as_json: bool = False) -> None:
+    s = read_summary(folder)
+    if as_json:
+        print(s.model_dump_json(indent=2))
+        return
     columns = ("iter", "status", "weakness", "train Δ", "p", "builds", "holdout Δ", "reason")
     table = output.table(f"improve {s.id} on {s.repo}", ())
     for name in columns:
@@ -123,17 +169,22 @@ def warn_about_caps(request) -> None:
 
 
 def improve(args: argparse.Namespace) -> int:
+    """Run a cycle, or show the latest (``--status``, which only reads: a missing home is an
+    error, never made). A cycle that cannot run fails before the home or a folder is made."""
     from orchestrator.improve.cycle import latest_improve_run
 
-    home = Home.resolve(getattr(args, "home", None)).check(write=True)
+    home = Home.resolve(getattr(args, "home", None))
     if args.status:
-        show_improve(latest_improve_run(home))
+        show_improve(latest_improve_run(home.check()), as_json=args.json)
         return 0
     from orchestrator.improve.setup import make_cycle
 
-    request = cycle_request(args, args.time_budget * 60 if args.time_budget else None)
+    if home.root.exists():
+        home.check(write=True)
+    request = cycle_request(args, args.time_budget)
     warn_about_caps(request)
     cycle = make_cycle(home, request, on_event=None if args.json else output.err().print)
+    home.check(write=True)  # everything that can be checked was: now the home may be made
     summary = cycle.run()
     if args.json:
         print(summary.model_dump_json(indent=2))

@@ -56,14 +56,66 @@ def add_parsers(commands) -> None:
     )
 
 
+COLUMNS = (
+    "task",
+    "split",
+    "weight",
+    "mean",
+    "spread",
+    "runs",
+    "cost",
+    "tokens",
+    "time/build",
+    "flags",
+)
+"""The columns of the ``matrix run`` table; each row is made by these names (see _row)."""
+
+
+def _row(t, results) -> dict[str, str]:
+    """One task's cells, by column name: a value can only land under its own header."""
+    verdicts = [r.verdict for r in results.runs if r.task_id == t.task_id]
+    flags = ", ".join(f"{verdicts.count(v)} {v}" for v in ("tampered", "broken") if v in verdicts)
+    return {
+        "task": t.task_id,
+        "split": t.split,
+        "weight": f"{t.weight:g}",
+        "mean": f"{t.mean:.2f}",
+        "spread": f"{t.spread:.2f}",
+        "runs": str(len(t.scores)),
+        "cost": "-" if t.cost_usd is None else f"${t.cost_usd:.3f}",
+        "tokens": f"{t.tokens:,}",
+        "time/build": f"{t.seconds:.0f} s",
+        "flags": flags or "-",
+    }
+
+
+def results_table(results, matrix: Path):
+    """The per-task table of a matrix run: mean score, spread, cost, tokens, time, flags."""
+    table = output.table(f"matrix {results.id}: {matrix}", COLUMNS, right=COLUMNS[2:9])
+    for t in results.tasks:
+        row = _row(t, results)
+        table.add_row(*(row[name] for name in COLUMNS))
+    return table
+
+
 def matrix_run(args: argparse.Namespace) -> int:
     from orchestrator.bench.matrix import run_matrix
-    from orchestrator.bench.tasks import DEFAULT_MATRIX
+    from orchestrator.bench.tasks import DEFAULT_MATRIX, load_matrix
+    from orchestrator.llm.client import check_model
     from orchestrator.llm.prices import cap_warning
+    from orchestrator.sandbox.executor import check_sandbox
 
-    home = Home.resolve(getattr(args, "home", None)).check(write=True)
+    home = Home.resolve(getattr(args, "home", None))
+    if home.root.exists():
+        home.check(write=True)
     config = build_config(args, per_build_cost=False)
     matrix = Path(args.matrix) if args.matrix else DEFAULT_MATRIX
+    # everything that can be checked is, before the home or a run folder is made
+    for endpoint in config.llm.endpoints():
+        check_model(endpoint.model)
+    check_sandbox(config.executor)
+    load_matrix(matrix, require_checks=not args.build_only)
+    home.check(write=True)
     models = [e.model for e in config.llm.endpoints()]
     warning = cap_warning(models, args.max_cost, args.max_tokens)
     if warning:
@@ -96,38 +148,7 @@ def matrix_run(args: argparse.Namespace) -> int:
     if args.json:
         print(results.model_dump_json(indent=2))
         return 0
-    columns = (
-        "task",
-        "split",
-        "weight",
-        "mean",
-        "spread",
-        "runs",
-        "cost",
-        "tokens",
-        "time/build",
-        "flags",
-    )
-    table = output.table(f"matrix {results.id}: {matrix}", columns, right=columns[2:9])
-    for t in results.tasks:
-        cost = "-" if t.cost_usd is None else f"${t.cost_usd:.3f}"
-        verdicts = [r.verdict for r in results.runs if r.task_id == t.task_id]
-        flags = ", ".join(
-            f"{verdicts.count(v)} {v}" for v in ("tampered", "broken") if v in verdicts
-        )
-        table.add_row(
-            t.task_id,
-            t.split,
-            f"{t.weight:g}",
-            f"{t.mean:.2f}",
-            f"{t.spread:.2f}",
-            str(len(t.scores)),
-            cost,
-            f"{t.tokens:,}",
-            f"{t.seconds:.0f} s",
-            flags or "-",
-        )
-    output.out().print(table)
+    output.out().print(results_table(results, matrix))
     for run in results.runs:
         if run.verdict in ("tampered", "broken"):
             output.out().print(

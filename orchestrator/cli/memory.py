@@ -2,32 +2,130 @@
 
 Each command resolves the home, opens the store it needs and prints either a rich table
 for people or, with ``--json``, JSON for programs (the same fields as the records on
-disk). Nothing here decides behaviour; :mod:`memory` does.
+disk). How memory behaves (dedup, merges, recall, budgets) is decided by :mod:`memory`;
+what this module decides is how a command line meets it:
+
+* Text must be text. A ``--trigger`` or ``--fix`` that is empty or only white space is
+  refused, and so is any text argument that is not valid UTF-8 (Python hands such argv
+  bytes over as lone surrogates, ``'\\udce9'``, which no JSON file can hold): a usage
+  error naming the argument (exit 2), before the home is looked at.
+* Only ``memory add`` creates a missing home. A command that only reads, ``forget``, and
+  any command that fails create nothing: a mistyped ``--home`` is not an empty memory.
+* A read names what it read: the listings name the memory file, and a home without
+  ``memory.jsonl`` (for ``budgets``: without ``phase_budgets.jsonl``) is said on stderr.
+* A write that has begun is finished and reported. Once ``add`` or ``forget`` holds the
+  memory's lock, Ctrl-C and SIGTERM are held back until the result is printed; one that
+  came meanwhile is then said to have come too late, and the status is 0, for the change
+  stands. A Ctrl-C while waiting for the lock still stops the command, nothing changed.
+* A merge says what it kept and which of the new wording it dropped, and how to keep
+  the new wording instead.
+* ``memory`` with an option but no command (``memory --limit 2``) says to name the
+  command first, instead of argparse's "invalid choice: '2'".
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
+import signal
+import sys
+import threading
 
 from orchestrator.cli import output
-from orchestrator.cli.args import actions, command, csv, positive, unit
+from orchestrator.cli.args import Parser, UsageError, actions, command, csv, positive, unit
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 
 LESSON_TYPES = ("error_pattern", "architecture", "tool_pattern", "dependency", "performance")
 """memory.LESSON_TYPES, repeated so that parsing a command line imports no pydantic."""
 SCORER_NAMES = ("default", "seed")
+LOCK_POLL = 0.1
+"""Seconds between looks at a Ctrl-C while a write waits for the memory's lock."""
 
 
+# ---------------------------------------------------------------- argument types
+def _shown(value: str, width: int = 60) -> str:
+    """``value`` as the bytes it came as, quoted: ``'caf\\xe9 x'``."""
+    try:
+        raw = value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that no argv byte makes
+        raw = value.encode("utf-8", "backslashreplace")
+    return output.short(repr(raw)[1:], width)
+
+
+def utf8(value: str) -> str:
+    """An argparse type: text that is valid UTF-8 (see the module docstring)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(f"{_shown(value)} is not valid UTF-8 text") from None
+    return value
+
+
+def words(value: str) -> str:
+    """An argparse type: UTF-8 text with something in it besides white space."""
+    if not utf8(value).strip():
+        raise argparse.ArgumentTypeError("must not be blank")
+    return value
+
+
+def tag_list(value: str) -> list[str]:
+    """An argparse type: comma-separated tags, in UTF-8."""
+    return csv(utf8(value))
+
+
+class _Group(Parser):
+    """The ``memory`` group's parser: an option before the command gets a pointer to the
+    commands, not argparse's "invalid choice" about the option's value."""
+
+    commands: tuple[str, ...] = ()
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        rest = _after_home(args)
+        early = bool(rest) and rest[0].startswith("-") and rest[0] not in ("-h", "--help")
+        try:
+            namespace, extras = super().parse_known_args(args, namespace)
+        except UsageError:
+            if early:
+                raise UsageError(self._hint(rest)) from None
+            raise
+        if early and getattr(namespace, "memory_command", None) is None and extras:
+            raise UsageError(self._hint(rest))
+        return namespace, extras
+
+    def _hint(self, rest: list[str]) -> str:
+        example = shlex.join(["list", *rest])
+        return (
+            f"memory needs a command before its options: {', '.join(self.commands)}"
+            f" (e.g. '{self.prog} {example}'; see '{self.prog} --help')"
+        )
+
+
+def _after_home(args: list[str]) -> list[str]:
+    """``args`` from the first one that is not ``--home DIR`` (the group's own option)."""
+    i = 0
+    while i < len(args):
+        if args[i] == "--home":
+            i += 2
+        elif args[i].startswith("--home="):
+            i += 1
+        else:
+            break
+    return args[i:]
+
+
+# ---------------------------------------------------------------- parsers
 def add_parsers(commands) -> None:
     memory = command(commands, "memory", "lessons learned from builds (memory.jsonl)")
+    memory.__class__ = _Group  # the subcommands' parser class makes it a plain Parser
     memory.set_defaults(run=memory_list, type=None, tag=None, polarity=None, limit=None)
     memory.set_defaults(json=False)
     sub = actions(memory, dest="memory_command")
 
     p = command(sub, "list", "list lessons", run=memory_list)
     p.add_argument("--type", choices=LESSON_TYPES)
-    p.add_argument("--tag", help="only lessons with this tag")
+    p.add_argument("--tag", type=utf8, help="only lessons with this tag")
     p.add_argument("--polarity", choices=("do", "dont"))
     p.add_argument("--limit", type=positive, help="show at most N lessons")
     p.add_argument("--json", action="store_true", help="print a JSON array")
@@ -38,19 +136,23 @@ def add_parsers(commands) -> None:
 
     p = command(sub, "add", "add a lesson by hand", run=memory_add)
     p.add_argument("--type", required=True, choices=LESSON_TYPES)
-    p.add_argument("--trigger", required=True, help="the situation, in one line")
-    p.add_argument("--fix", required=True, help="what to do (with --dont: what never to do)")
+    p.add_argument("--trigger", required=True, type=words, help="the situation, in one line")
+    p.add_argument(
+        "--fix", required=True, type=words, help="what to do (with --dont: what never to do)"
+    )
     p.add_argument("--dont", action="store_true", help="an anti-pattern (polarity dont)")
-    p.add_argument("--tags", type=csv, help="comma-separated (default: inferred from the text)")
+    p.add_argument(
+        "--tags", type=tag_list, help="comma-separated (default: inferred from the text)"
+    )
     p.add_argument("--confidence", type=unit, default=0.5, help="0..1 (default 0.5)")
-    p.add_argument("--source-task", default="", help="the task it was learned on")
+    p.add_argument("--source-task", type=utf8, default="", help="the task it was learned on")
     p.add_argument("--json", action="store_true")
 
     p = command(sub, "forget", "delete a lesson", run=memory_forget)
     p.add_argument("id")
 
     p = command(sub, "recall", "the lessons a build of TASK would see", run=memory_recall)
-    p.add_argument("task")
+    p.add_argument("task", type=utf8)
     p.add_argument("--limit", type=positive, default=10)
     p.add_argument("--explain", action="store_true", help="show each score's parts and layers")
     p.add_argument("--scorer", choices=SCORER_NAMES, default="default")
@@ -60,6 +162,7 @@ def add_parsers(commands) -> None:
     p.add_argument("--json", action="store_true")
 
     command(sub, "path", "print the memory file's path", run=memory_path)
+    memory.commands = tuple(sub.choices)
 
     p = command(
         commands,
@@ -67,23 +170,95 @@ def add_parsers(commands) -> None:
         "phase budgets learned from history (phase_budgets.jsonl)",
         run=budgets,
     )
-    p.add_argument("--tags", type=csv, default=[], help="task tags, e.g. python,flask")
+    p.add_argument("--tags", type=tag_list, default=[], help="task tags, e.g. python,flask")
     p.add_argument("--json", action="store_true")
     p.add_argument("--path", action="store_true", help="print the history file's path")
 
 
-def _home(args: argparse.Namespace, write: bool = False) -> Home:
-    return Home.resolve(getattr(args, "home", None)).check(write=write)
+# ---------------------------------------------------------------- the home and its store
+def _home(args: argparse.Namespace, write: bool = False, create: bool = False) -> Home:
+    """The checked home; only with ``create`` is a missing one made (``memory add``)."""
+    home = Home.resolve(getattr(args, "home", None))
+    if write and not create:
+        home.check()  # it must exist: a write that creates nothing
+    return home.check(write=write)
 
 
-def _store(args: argparse.Namespace, write: bool = False):
+def _warn(message: str) -> None:
+    print(f"cadillac: warning: {message}", file=sys.stderr)
+
+
+def _store(args: argparse.Namespace, write: bool = False, create: bool = False, note: bool = False):
+    """The home and its store; ``note``: say on stderr when the home has no memory yet."""
     from memory import MemoryStore
 
-    return MemoryStore(_home(args, write).memory_path)
+    home = _home(args, write, create)
+    if note and not home.memory_path.exists():
+        _warn(
+            f"{home.root} has no memory.jsonl: no lessons yet"
+            " (builds and 'cadillac memory add' write it)"
+        )
+    return home, MemoryStore(home.memory_path)
 
 
-def _lesson_table(lessons, title: str):
-    table = output.table(title, ())
+def _line(text: str) -> None:
+    """One line as it is: no rich markup read into it, no wrapping of a long path."""
+    output.out().print(text, markup=False, soft_wrap=True)
+
+
+class _Commit:
+    """A write that, once begun, is finished and reported (see the module docstring).
+
+    ``run`` takes the store's lock, watching for a Ctrl-C while it waits (nothing is
+    changed yet: the command stops), then makes the change. From entering the block to
+    leaving it Ctrl-C and SIGTERM are held back, so the caller prints its result inside
+    the block; one that came is then reported as too late, with ``outcome``.
+    """
+
+    def __init__(self, store):
+        self.store = store
+        self.caught: list[int] = []
+        self.outcome = "stored"
+        self._saved: dict[int, object] = {}
+
+    def __enter__(self) -> _Commit:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._saved[signum] = signal.signal(signum, self._hold)
+        return self
+
+    def _hold(self, signum, frame) -> None:
+        self.caught.append(signum)
+
+    def run(self, change, *args):
+        from filelock import Timeout
+
+        lock = self.store.file.lock
+        while True:
+            if self.caught:
+                raise KeyboardInterrupt  # still waiting for the lock: nothing was changed
+            try:
+                lock.acquire(timeout=LOCK_POLL)
+                break
+            except Timeout:
+                continue
+        try:
+            return change(*args)
+        finally:
+            lock.release()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is None and self.caught:
+                _warn(f"interrupted too late: the lesson is {self.outcome}")
+        finally:
+            for signum, handler in self._saved.items():
+                signal.signal(signum, handler)
+
+
+# ---------------------------------------------------------------- lessons
+def _lesson_table(lessons):
+    table = output.table(None, ())
     for name, kw in (
         ("id", {"no_wrap": True}),
         ("type", {}),
@@ -107,15 +282,18 @@ def _lesson_table(lessons, title: str):
     return table
 
 
-def _get(store, lesson_id: str):
+def _get(home: Home, store, lesson_id: str):
     lesson = store.get(lesson_id)
     if lesson is None:
+        if not store.path.exists():
+            raise CadillacError(f"no lesson with id {lesson_id!r}: {home.root} has no memory.jsonl")
         raise CadillacError(f"no lesson with id {lesson_id!r} (see 'cadillac memory list')")
     return lesson
 
 
 def memory_list(args: argparse.Namespace) -> int:
-    lessons = _store(args).all()
+    _, store = _store(args, note=True)
+    lessons = store.all()
     if args.type:
         lessons = [lesson for lesson in lessons if lesson.type == args.type]
     if args.tag:
@@ -127,12 +305,14 @@ def memory_list(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json([lesson.model_dump(mode="json") for lesson in lessons])
     else:
-        output.out().print(_lesson_table(lessons, f"{len(lessons)} lesson(s)"))
+        _line(f"{len(lessons)} lesson(s) in {store.path}")
+        if lessons:
+            output.out().print(_lesson_table(lessons))
     return 0
 
 
 def memory_show(args: argparse.Namespace) -> int:
-    lesson = _get(_store(args), args.id)
+    lesson = _get(*_store(args), args.id)
     if args.json:
         output.print_json(lesson.model_dump(mode="json"))
         return 0
@@ -147,41 +327,67 @@ def memory_show(args: argparse.Namespace) -> int:
 
 def memory_add(args: argparse.Namespace) -> int:
     from memory import Lesson, infer_tags_from_text
+    from memory.dedup import dropped_by_merge
 
-    tags = (
-        args.tags
-        if args.tags is not None
-        else sorted(infer_tags_from_text(f"{args.trigger} {args.fix}"))
-    )
+    trigger, fix = args.trigger.strip(), args.fix.strip()
+    tags = args.tags if args.tags is not None else sorted(infer_tags_from_text(f"{trigger} {fix}"))
     lesson = Lesson(
         type=args.type,
-        trigger=args.trigger.strip(),
-        fix=args.fix.strip(),
+        trigger=trigger,
+        fix=fix,
         polarity="dont" if args.dont else "do",
         tags=tags,
         confidence=args.confidence,
         source_task=args.source_task,
     )
-    stored, merged = _store(args, write=True).add(lesson)
-    if args.json:
-        output.print_json({"merged": merged, "lesson": stored.model_dump(mode="json")})
-    elif merged:
-        output.out().print(f"merged into {stored.id}: {output.short(stored.trigger, 80)}")
-    else:
-        output.out().print(f"added {stored.id} (tags: {', '.join(stored.tags) or 'none'})")
+    _, store = _store(args, write=True, create=True)
+    with _Commit(store) as commit:
+        stored, merged = commit.run(store.add, lesson)
+        dropped = dropped_by_merge(stored, lesson) if merged else {}
+        if merged:
+            commit.outcome = f"merged into {stored.id}"
+        if args.json:
+            made = {"merged": merged, "lesson": stored.model_dump(mode="json")}
+            output.print_json({**made, "dropped": dropped} if merged else made)
+        elif merged:
+            _report_merge(stored, dropped)
+        else:
+            _line(f"added {stored.id} (tags: {', '.join(stored.tags) or 'none'})")
     return 0
+
+
+def _report_merge(stored, dropped: dict[str, str]) -> None:
+    """What a merge kept, and what of the new lesson it dropped (see :mod:`memory.dedup`)."""
+    _line(f"merged into {stored.id}: {output.short(stored.trigger, 80)}")
+    if not dropped:
+        return
+    _line(f"  kept its fix: {output.short(stored.fix, 100)}")
+    for name, text in dropped.items():
+        _line(f"  dropped your --{name}: {output.short(text, 100)}")
+    _line(
+        f"  to keep yours instead: cadillac memory forget {stored.id}, then add it again"
+        " (its confidence and uses go with it)"
+    )
 
 
 def memory_forget(args: argparse.Namespace) -> int:
-    store = _store(args, write=True)
-    _get(store, args.id)
-    lesson = store.forget(args.id)
-    output.out().print(f"forgot {lesson.id}: {output.short(lesson.trigger, 80)}")
+    from memory import LessonNotFound
+
+    home, store = _store(args, write=True)
+    _get(home, store, args.id)
+    with _Commit(store) as commit:
+        try:
+            lesson = commit.run(store.forget, args.id)
+        except LessonNotFound:  # another process forgot it since it was read
+            message = f"no lesson with id {args.id!r} (see 'cadillac memory list')"
+            raise CadillacError(message) from None
+        commit.outcome = "forgotten"
+        _line(f"forgot {lesson.id}: {output.short(lesson.trigger, 80)}")
     return 0
 
 
-def _recall_table(recalled, explain: bool, title: str):
-    table = output.table(title, ("#", "id", "score"), right=("#", "score"))
+def _recall_table(recalled, explain: bool):
+    table = output.table(None, ("#", "id", "score"), right=("#", "score"))
     table.columns[1].no_wrap = True
     if explain:
         for name in ("relev", "recency", "conf", "usage", "stack", "÷"):
@@ -207,22 +413,27 @@ def _recall_table(recalled, explain: bool, title: str):
 def memory_recall(args: argparse.Namespace) -> int:
     if not args.task.strip():
         raise CadillacError("the task is empty: say what is to be built")
-    recalled = _store(args).recall(args.task, limit=args.limit, scorer=args.scorer)
+    _, store = _store(args, note=True)
+    recalled = store.recall(args.task, limit=args.limit, scorer=args.scorer)
     if args.json:
         output.print_json([r.model_dump(mode="json") for r in recalled])
         return 0
-    title = f"{len(recalled)} lesson(s) for this task (scorer: {args.scorer})"
-    output.out().print(_recall_table(recalled, args.explain, title))
+    _line(f"{len(recalled)} lesson(s) for this task from {store.path} (scorer: {args.scorer})")
+    if recalled:
+        output.out().print(_recall_table(recalled, args.explain))
     return 0
 
 
 def memory_stats(args: argparse.Namespace) -> int:
-    store = _store(args)
+    _, store = _store(args, note=True)
     stats = store.stats()
     if args.json:
         output.print_json(stats.model_dump(mode="json"))
         return 0
-    output.out().print(stats.headline())
+    _line(stats.headline())
+    _line(f"from {store.path}")
+    if not stats.count:
+        return 0
     columns = ("type", "lessons", "do", "dont", "used > 0", "avg conf")
     table = output.table(None, columns, right=columns[1:])
     lessons = store.all()
@@ -252,14 +463,17 @@ def budgets(args: argparse.Namespace) -> int:
     from memory import PhaseBudgets
     from phases import DEFAULT_ROUNDS
 
-    history = PhaseBudgets(_home(args).budgets_path, DEFAULT_ROUNDS)
+    home = _home(args)
+    if not home.budgets_path.exists():
+        _warn(f"{home.root} has no phase_budgets.jsonl: every phase gets its default")
+    history = PhaseBudgets(home.budgets_path, DEFAULT_ROUNDS)
     result = history.compute_budgets(args.tags)
     if args.json:
         output.print_json({phase: b.model_dump(mode="json") for phase, b in result.items()})
         return 0
-    tags = ", ".join(args.tags) or "none"
+    _line(f"phase budgets for tags: {', '.join(args.tags) or 'none'}, from {home.budgets_path}")
     columns = ("phase", "default", "samples", "p90", "budget", "reason")
-    table = output.table(f"phase budgets for tags: {tags}", columns, right=columns[1:5])
+    table = output.table(None, columns, right=columns[1:5])
     for phase, b in result.items():
         p90 = "-" if b.p90 is None else f"{b.p90:g}"
         table.add_row(phase, str(b.default), str(b.samples), p90, str(b.rounds), b.reason)

@@ -3,19 +3,38 @@
 from __future__ import annotations
 
 import argparse
+import re
+import sys
 import webbrowser
 
+from orchestrator.cli import output
 from orchestrator.cli.args import (
-    actions,
+    Parser,
+    UsageError,
     command,
     cycle_options,
+    home_options,
     matrix_options,
     model_options,
     sandbox_options,
     spend_options,
 )
-from orchestrator.cli.improve import cycle_request, warn_about_caps
+from orchestrator.cli.improve import cycle_request, time_budget_option, warn_about_caps
 from orchestrator.home import Home
+
+
+class ScheduleParser(Parser):
+    """The parser of ``schedule print|install|remove``: an option it does not know is most
+    likely a nightly argument given before ``--``, and the error says where it goes."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(
+                f"unrecognized arguments: {' '.join(extras)}; arguments for cadillac nightly "
+                f"go after '--', as in '{self.prog} -- --model openai/gpt-4o'"
+            )
+        return namespace, extras
 
 
 def add_parsers(commands) -> None:
@@ -30,13 +49,15 @@ def add_parsers(commands) -> None:
         spend_options(),
         run=nightly,
     )
-    p.add_argument("--time-budget", default="6h", metavar="DURATION", help="e.g. 6h, 90m")
+    time_budget_option(p, default="6h")
 
     p = command(commands, "report", "rebuild the nightly reports", run=report)
     p.add_argument("--open", action="store_true", help="open runs/index.html in a browser")
+    p.add_argument("--json", action="store_true", help="list the nights and their reports as JSON")
 
     sched = command(commands, "schedule", "run the nightly every night")
-    sub = actions(sched, required=True)
+    sub = sched.add_subparsers(dest="action", metavar="ACTION", parser_class=ScheduleParser)
+    sub.required = True
     for action, text in (
         ("print", "print the crontab line or systemd units"),
         ("install", "install them"),
@@ -55,32 +76,71 @@ def add_parsers(commands) -> None:
 
 
 def nightly(args: argparse.Namespace) -> int:
-    from orchestrator.nightly.records import parse_duration
     from orchestrator.nightly.run import run_nightly
 
-    home = Home.resolve(getattr(args, "home", None)).check(write=True)
-    budget = parse_duration(args.time_budget) if args.time_budget else None
-    request = cycle_request(args, budget)
+    home = Home.resolve(getattr(args, "home", None))
+    request = cycle_request(args, args.time_budget)
     warn_about_caps(request)
     return run_nightly(home, request)
 
 
 def report(args: argparse.Namespace) -> int:
-    from orchestrator.nightly.report import rebuild_all
+    from orchestrator.nightly.report import night_summary, rebuild_all
 
     home = Home.resolve(getattr(args, "home", None)).check()
     folders = rebuild_all(home)
     index = home.runs_dir / "index.html"
-    for folder in folders:
-        print(folder / "report.html")
-    print(f"{len(folders)} nightly report(s); index: {index}")
+    if args.json:
+        output.print_json(
+            {"index": str(index), "nights": [night_summary(folder) for folder in folders]}
+        )
+    else:
+        for folder in folders:
+            print(folder / "report.html")
+        print(f"{len(folders)} nightly report(s); index: {index}")
     if args.open:
-        webbrowser.open(index.as_uri())
+        try:
+            opened = webbrowser.open(index.as_uri())
+        except webbrowser.Error:
+            opened = False
+        if not opened:
+            print(
+                f"cadillac: warning: no browser was found to open the report; it is {index}",
+                file=sys.stderr,
+            )
     return 0
+
+
+def _nightly_parser() -> Parser:
+    """A ``cadillac`` parser with this module's commands: the nightly's own options."""
+    parser = Parser(prog="cadillac", parents=[home_options()])
+    add_parsers(parser.add_subparsers(dest="command", parser_class=Parser))
+    return parser
+
+
+def check_nightly_args(words: list[str]) -> None:
+    """Parse the arguments a schedule will give ``cadillac nightly`` with the nightly's own
+    parser, so a typo is refused now, not every night (UsageError naming the argument)."""
+    if any(w == "-h" or (len(w) > 2 and "--help".startswith(w)) for w in words):
+        raise UsageError("schedule: --help is not a nightly argument to schedule")
+    try:
+        parsed = _nightly_parser().parse_args(["nightly", *words])
+    except UsageError as exc:
+        message = re.sub(r" \(see '[^']*--help'\)$", "", str(exc))
+        raise UsageError(
+            f"schedule: cadillac nightly would refuse its arguments: {message} "
+            "(see 'cadillac nightly --help')"
+        ) from None
+    if hasattr(parsed, "home"):
+        raise UsageError(
+            "schedule: --home goes before '--' (the schedule gives it to the nightly itself)"
+        )
 
 
 def schedule(args: argparse.Namespace) -> int:
     from orchestrator.nightly.schedule import handle
 
     args.nightly_args = [a for a in (args.nightly_args or []) if a != "--"]
+    if args.action != "remove":
+        check_nightly_args(args.nightly_args)
     return handle(args)

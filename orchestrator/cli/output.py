@@ -15,20 +15,32 @@ from collections.abc import Iterable
 PIPED_WIDTH = 140
 
 
+def _console(**options):
+    """A rich console for which a reader that left (``| head``) is a normal end.
+
+    rich's own answer to a closed pipe is ``SystemExit(1)``; this one goes quiet and raises
+    BrokenPipeError, which the command line turns into exit status 0, as for plain prints.
+    """
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _Console(highlight=False, **options)
+
+
 @functools.cache
 def out():
     """The console on standard output."""
-    from rich.console import Console
-
-    return Console(highlight=False, width=None if sys.stdout.isatty() else PIPED_WIDTH)
+    return _console(width=None if sys.stdout.isatty() else PIPED_WIDTH)
 
 
 @functools.cache
 def err():
     """The console on standard error: progress and status lines."""
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else PIPED_WIDTH)
+    return _console(stderr=True, width=None if sys.stderr.isatty() else PIPED_WIDTH)
 
 
 def table(title: str | None, columns: Iterable[str], right: Iterable[str] = (), **options):

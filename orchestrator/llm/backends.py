@@ -18,6 +18,13 @@ scripted model takes exactly the path a real model takes: the same
   a string (plain content) or ``{"content": ..., "tool_calls": [{"name": ...,
   "arguments": {...}}]}``. Tests and the demo use these.
 
+What cannot work is a :class:`BackendError`, said in one line: a replay file that is
+missing, a folder or not a log; a script that is not registered or cannot be imported;
+a recording that ended; a response of a script that is not one. A policy that raises is a
+:class:`PolicyError`: a bug in the policy, named by its type, its message and the
+policy's file and line. Each reaches litellm as a bad request, so it is not retried (a
+retry would run the same bug); :func:`backend_error` finds it behind litellm's error.
+
 Each :class:`~orchestrator.llm.client.LLMClient` opens its own session, so two runs
 replaying one file in one process do not share a cursor.
 """
@@ -26,6 +33,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import traceback
 from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
@@ -40,6 +49,51 @@ _counter = itertools.count(1)
 _registered = False
 
 
+class BackendError(ValueError):
+    """A replay: or scripted: model that cannot answer; its message is one line for people."""
+
+
+class PolicyError(BackendError):
+    """A scripted policy raised: a bug in the policy, not in the model or the network."""
+
+
+def backend_error(exc: BaseException | None) -> BackendError | None:
+    """The :class:`BackendError` behind ``exc`` (litellm wraps it in its own error), if any."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, BackendError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _policy_line(exc: BaseException, policy: Callable) -> str:
+    """``FILE:LINE`` of the policy's line the exception came from (the innermost frame in the
+    policy's file; the policy's own frame when its file is not known)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    if not frames:
+        return "an unknown line"
+    code = getattr(policy, "__code__", None)
+    if code is None:  # a callable object: its __call__'s code
+        code = getattr(vars(type(policy)).get("__call__"), "__code__", None)
+    own = [f for f in frames if code is not None and f.filename == code.co_filename]
+    frame = own[-1] if own else frames[0]
+    path = frame.filename
+    try:
+        relative = os.path.relpath(path)
+        if not relative.startswith(".."):
+            path = relative
+    except ValueError:  # another drive
+        pass
+    return f"{path}:{frame.lineno}"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 class _Session:
     def __init__(self, source: str, responses: list[Response] | None, policy: Policy | None):
         self.source = source
@@ -50,10 +104,17 @@ class _Session:
     def next(self, messages: list[dict], tools: list[dict] | None) -> Response:
         if self.policy is not None:
             self.served += 1
-            return self.policy(messages, tools)
+            try:
+                return self.policy(messages, tools)
+            except Exception as exc:
+                message = _one_line(str(exc)) or "(no message)"
+                raise PolicyError(
+                    f"the policy of {self.source} raised {type(exc).__name__}: {message} "
+                    f"at {_policy_line(exc, self.policy)} (a bug in the policy; not retried)"
+                ) from exc
         assert self.responses is not None
         if self.served >= len(self.responses):
-            raise IndexError(
+            raise BackendError(
                 f"{self.source} holds {len(self.responses)} response(s) and the run asked "
                 f"for response {self.served + 1}: the recording ended before the run did"
             )
@@ -67,18 +128,73 @@ def register_script(name: str, script: list[Response] | Policy) -> str:
     return f"scripted:{name}"
 
 
+def check_replay(path: Path) -> None:
+    """Raise BackendError unless ``path`` is a file that can be a recording."""
+    if path.is_dir():
+        found = path / "llm.jsonl"
+        hint = f" (did you mean {found}?)" if found.is_file() else ""
+        raise BackendError(
+            f"replay file {path} is a folder, not a recording: give a run's llm.jsonl{hint}"
+        )
+    if not path.exists():
+        raise BackendError(f"replay file {path} does not exist")
+    if not path.is_file():
+        raise BackendError(f"replay file {path} is not a regular file")
+
+
 def recorded_responses(path: Path) -> list[Response]:
     """The responses of an ``llm.jsonl``, in order (failed attempts and events have none)."""
-    if not path.is_file():
-        raise FileNotFoundError(f"replay file {path} does not exist")
+    check_replay(path)
     out: list[Response] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BackendError(f"replay file {path} is not UTF-8 text (not an llm.jsonl)") from None
+    except OSError as exc:
+        raise BackendError(f"replay file {path} cannot be read: {exc.strerror or exc}") from None
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        record = json.loads(line)
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise BackendError(
+                f"replay file {path} line {number} is not JSON (not an llm.jsonl)"
+            ) from None
         if isinstance(record, dict) and record.get("response"):
             out.append(record["response"])
     return out
+
+
+def _script(arg: str) -> list[Response] | Policy:
+    """The script ``scripted:ARG`` names (imported for ``package.module:policy``)."""
+    if arg not in _SCRIPTS and ":" in arg:  # scripted:package.module:policy
+        module_name, _, attr = arg.partition(":")
+        try:
+            script = getattr(import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise BackendError(f"cannot load policy {arg!r}: {_one_line(str(exc))}") from None
+        except Exception as exc:  # the module itself fails on import
+            raise BackendError(
+                f"cannot load policy {arg!r}: importing {module_name} raised "
+                f"{type(exc).__name__}: {_one_line(str(exc))}"
+            ) from None
+        if not callable(script):
+            raise BackendError(f"cannot load policy {arg!r}: {attr} is not a function")
+        register_script(arg, script)
+    if arg not in _SCRIPTS:
+        raise BackendError(f"no script named {arg!r} is registered")
+    return _SCRIPTS[arg]
+
+
+def check(model: str) -> None:
+    """Raise BackendError now for a replay:/scripted: model that cannot answer (a missing
+    recording, an unknown script), before a run starts."""
+    kind, _, arg = model.partition(":")
+    if kind == "replay":
+        check_replay(Path(arg).expanduser())
+    elif kind == "scripted":
+        _script(arg)
 
 
 def open_session(model: str) -> str:
@@ -90,15 +206,7 @@ def open_session(model: str) -> str:
         _SESSIONS[key] = _Session(f"replay file {path}", recorded_responses(path), None)
         return f"cadillac-replay/{key}"
     if kind == "scripted":
-        if arg not in _SCRIPTS and ":" in arg:  # scripted:package.module:policy
-            module_name, _, attr = arg.partition(":")
-            try:
-                register_script(arg, getattr(import_module(module_name), attr))
-            except (ImportError, AttributeError) as exc:
-                raise KeyError(f"cannot load policy {arg!r}: {exc}") from None
-        if arg not in _SCRIPTS:
-            raise KeyError(f"no script named {arg!r} is registered")
-        script = _SCRIPTS[arg]
+        script = _script(arg)
         if callable(script):
             _SESSIONS[key] = _Session(f"script {arg!r}", None, script)
         else:
@@ -164,11 +272,20 @@ def register(litellm) -> None:
                 )
             tools = (kwargs.get("optional_params") or {}).get("tools")
             try:
-                message = _message(session.next(messages, tools))
-            except IndexError as exc:
+                spec = session.next(messages, tools)
+                try:
+                    message = _message(spec)
+                except Exception as exc:
+                    raise BackendError(
+                        f"{session.source} gave response {session.served}, which is not a "
+                        f"response ({type(exc).__name__}: {_one_line(str(exc))}): a response "
+                        'is a string or {"content": ..., "tool_calls": [{"name": ..., '
+                        '"arguments": {...}}]}'
+                    ) from exc
+            except BackendError as exc:  # a bad request: not retried
                 raise litellm.BadRequestError(
                     message=str(exc), model=model, llm_provider=self.provider
-                ) from None
+                ) from exc
             text = json.dumps(messages, default=str)
             out_text = json.dumps(message)
             return ModelResponse(

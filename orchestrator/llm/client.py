@@ -24,6 +24,19 @@ What this module decides, and why:
   reports for some providers as a server error ("Missing credentials"): no retry
   brings a key, so the error names the variable to set (litellm's own list of the
   provider's variables; ``CADILLAC_API_KEY`` for a server at an ``api_base``).
+  An ``api_base`` that is not an http(s) URL with a host (and a port that is one) is
+  refused when the configuration is made, in one line.
+* A provider's bad answer is a server error (:class:`BadAnswerError`): an answer with no
+  choices, or a lone surrogate (``\ud800``, which is not text) in what the model wrote,
+  is logged and retried like a 5xx, and the error says what the server sent.
+* What the user reads is one line in cadillac's words, never litellm's (its tracebacks,
+  its ``OpenAIException -`` prefixes): a connection error names the URL and the reason,
+  a 404 names the server and the model it was asked for, an answer that is not a chat
+  completion says so. A scripted policy that raises is a bug in the policy
+  (:class:`~orchestrator.llm.backends.PolicyError`): one line with its type, message,
+  file and line, not retried.
+* A server that sends tool-call arguments as a JSON object, not a string, is taken at
+  its word (the object is the arguments), without pydantic's serializer warnings.
 * A circuit breaker: a model that spent all its retries on ``breaker_calls`` calls in
   a row is skipped for the rest of the client's life (one client serves one build), so
   a dead primary costs its retries twice, not on every call before the fallback. The
@@ -49,11 +62,13 @@ import json
 import os
 import re
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tenacity import (
     RetryCallState,
     Retrying,
@@ -78,6 +93,46 @@ LOCAL_KEY = "CADILLAC_API_KEY"
 
 class ModelError(CadillacError):
     """A model call that cannot succeed by retrying (bad model, key, request or context)."""
+
+
+class BadAnswerError(Exception):
+    """The provider answered, but not with a usable reply (no choices, text that is not
+    text): a server error, retried like a 5xx."""
+
+
+def check_api_base(base: str | None, what: str = "api base") -> None:
+    """Raise ModelError unless ``base`` (when given) is an http:// or https:// URL with a host
+    and, if it has one, a port that is a port."""
+    if base is None:
+        return
+    example = "e.g. http://127.0.0.1:8080/v1"
+    if not isinstance(base, str) or not base.strip():
+        raise ModelError(f"{what} {base!r} is empty: give an http:// or https:// URL ({example})")
+    if base != base.strip() or any(c.isspace() for c in base):
+        raise ModelError(f"{what} {base!r} holds blanks: give the URL alone ({example})")
+    parts = urlsplit(base)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        if "://" not in base:
+            guess = f"http://{base}"
+            looks = urlsplit(guess).hostname and (":" in base or "." in base or "/" in base)
+            hint = f"did you mean {guess}?" if looks else example
+            raise ModelError(f"{what} {base!r} is not a URL: it needs http:// or https:// ({hint})")
+        raise ModelError(
+            f"{what} {base!r} uses {scheme}://: a model server is reached over http:// or "
+            f"https:// ({example})"
+        )
+    if not parts.hostname:
+        raise ModelError(f"{what} {base!r} has no host ({example})")
+    try:
+        port = parts.port
+    except ValueError:  # out of range, or not a number
+        given = parts.netloc.rpartition(":")[2]
+        raise ModelError(
+            f"{what} {base!r} has port {given!r}, which is not a port (1 to 65535)"
+        ) from None
+    if port == 0:
+        raise ModelError(f"{what} {base!r} has port 0, which is not a port (1 to 65535)")
 
 
 class Endpoint(BaseModel):
@@ -132,6 +187,16 @@ class LLMConfig(BaseModel):
     max_tokens: int | None = None
     seed: int | None = None
     """The sampling seed, sent where the provider takes one (litellm drops it elsewhere)."""
+
+    @model_validator(mode="after")
+    def _api_bases_are_urls(self) -> LLMConfig:
+        """A malformed api base is refused now, in one line (a ModelError, not a pydantic
+        error), not after the retries of a build that cannot connect."""
+        check_api_base(self.api_base)
+        for i, base in enumerate(self.fallback_api_bases):
+            model = self.fallback_models[i] if i < len(self.fallback_models) else f"#{i + 1}"
+            check_api_base(base, f"the api base of fallback model {model!r}")
+        return self
 
     def endpoints(self) -> list[Endpoint]:
         """The primary, then each fallback, with the server each belongs to."""
@@ -191,6 +256,13 @@ class LLMTotals(BaseModel):
     seconds: float = 0.0
 
 
+_RESPONSE_WARNINGS = (
+    r"(?s)Pydantic serializer warnings:"
+    r".*(field_name='arguments'.*input_type=dict|Expected `ChatCompletion)"
+)
+"""The serializer warnings of a provider's response that litellm dumps (see litellm_module)."""
+
+
 def litellm_module():
     """Import litellm offline-safe, once; register cadillac's back ends."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -198,6 +270,13 @@ def litellm_module():
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False
+    # litellm dumps the provider client's response model, which the client built without
+    # validating it: a server that sends tool-call arguments as an object (taken as the
+    # arguments, see _arguments) or a message that is not one makes pydantic warn on the
+    # terminal. Only warnings about those response models are silenced (the answer itself is
+    # taken or refused as a bad answer); the filter is added again on each call, as a test
+    # harness may reset the filters.
+    warnings.filterwarnings("ignore", message=_RESPONSE_WARNINGS, category=UserWarning)
     from orchestrator.llm import backends
 
     backends.register(litellm)
@@ -229,6 +308,8 @@ def is_missing_key(exc: BaseException) -> bool:
 
 
 def is_retryable(exc: BaseException, litellm) -> bool:
+    if isinstance(exc, BadAnswerError):
+        return True
     if is_missing_key(exc):
         return False
     if isinstance(exc, _retryable_classes(litellm)):
@@ -254,13 +335,19 @@ def retry_after_s(exc: BaseException) -> float | None:
         return None
 
 
-def check_model(model: str) -> None:
-    """Raise ModelError now for a model string litellm cannot route (before a run starts)."""
+def check_model(model: str, api_base: str | None = None) -> None:
+    """Raise ModelError now for a model string litellm cannot route, a replay:/scripted:
+    model that cannot answer, or a malformed ``api_base`` (before a run starts)."""
     from orchestrator.llm import backends
 
     if not model.strip():
         raise ModelError(f"no model given: {MODEL_HINT}")
+    check_api_base(api_base)
     if backends.is_builtin(model):
+        try:
+            backends.check(model)
+        except backends.BackendError as exc:
+            raise ModelError(f"model {model!r}: {exc}") from None
         return
     litellm = litellm_module()
     try:
@@ -314,11 +401,11 @@ class LLMClient:
             try:
                 self._names.append(backends.open_session(endpoint.model))
             except (OSError, KeyError, ValueError) as exc:
-                message = str(exc).strip(chr(39))
-                raise ModelError(f"model {endpoint.model!r}: {message}") from None
+                raise ModelError(f"model {endpoint.model!r}: {_message_of(exc)}") from None
         self._spent_calls = [0] * len(self.endpoints)
         """Calls in a row on which each model spent its retries."""
-        self._last_errors: list[BaseException | None] = [None] * len(self.endpoints)
+        self._last_errors: list[str | None] = [None] * len(self.endpoints)
+        """What the last error of each model said (see :func:`describe`)."""
         self.open_circuits: set[int] = set()
         """The endpoints (by index) no longer tried."""
 
@@ -326,6 +413,7 @@ class LLMClient:
         """One model turn; raises ModelError when no model can answer."""
         litellm = litellm_module()
         last: BaseException | None = None
+        said = ""
         for index, endpoint in enumerate(self.endpoints):
             if index in self.open_circuits:
                 continue
@@ -334,19 +422,19 @@ class LLMClient:
             except Exception as exc:  # retries for this model are spent, or it cannot succeed
                 if not is_retryable(exc, litellm):
                     raise ModelError(self._explain(litellm, endpoint, exc)) from exc
-                last = exc
-                self._spent(index, exc)
+                last, said = exc, describe(exc, endpoint)
+                self._spent(index, exc, said)
                 continue
             self._spent_calls[index] = 0
             return reply
         tried = ", ".join(e.model for e in self.endpoints)
         if last is None:  # every circuit was open before this call
-            last = next(e for e in reversed(self._last_errors) if e is not None)
+            said = next(e for e in reversed(self._last_errors) if e is not None)
             raise ModelError(
                 f"every model failed ({tried}) on {self.config.breaker_calls} calls in a row "
-                f"and is no longer tried; last error: {_first_line(last)}"
-            ) from last
-        raise ModelError(f"every model failed ({tried}); last error: {_first_line(last)}") from last
+                f"and is no longer tried; last error: {said}"
+            )
+        raise ModelError(f"every model failed ({tried}); last error: {said}") from last
 
     def _call(self, litellm, index: int, messages, tools) -> LLMReply:
         """One model's attempts at one turn (raises what the last attempt raised)."""
@@ -356,11 +444,11 @@ class LLMClient:
                 return self._attempt(litellm, index, number, messages, tools)
         raise AssertionError("tenacity neither returned nor raised")  # pragma: no cover
 
-    def _spent(self, index: int, exc: BaseException) -> None:
+    def _spent(self, index: int, exc: BaseException, said: str) -> None:
         """A call on which the model ``index`` spent its retries: open its circuit at the
         configured count, and say so once in the log."""
         self._spent_calls[index] += 1
-        self._last_errors[index] = exc
+        self._last_errors[index] = said
         calls = self._spent_calls[index]
         if calls < self.config.breaker_calls or index in self.open_circuits:
             return
@@ -373,7 +461,7 @@ class LLMClient:
                 "event": "circuit_open",
                 "model": model,
                 "calls": calls,
-                "error": f"{type(exc).__name__}: {_first_line(exc)}",
+                "error": f"{type(exc).__name__}: {said}",
                 "note": f"{model} spent its retries on {calls} calls in a row; "
                 "it is not tried again in this build",
             }
@@ -427,17 +515,18 @@ class LLMClient:
             record["request"] = self._request(messages, tools)
         try:
             response = litellm.completion(**kwargs)
+            latency = time.perf_counter() - started
+            reply = _reply(response, endpoint, latency, litellm)
         except Exception as exc:
             self.totals.failed_attempts += 1
+            status = getattr(exc, "status_code", None)
             record.update(
                 latency_s=round(time.perf_counter() - started, 4),
-                error=f"{type(exc).__name__}: {_first_line(exc)}",
-                status=getattr(exc, "status_code", None),
+                error=f"{type(exc).__name__}: {describe(exc, endpoint)}",
+                status=status if isinstance(status, int) else None,
             )
             self._log(record)
             raise
-        latency = time.perf_counter() - started
-        reply = _reply(response, model, latency, litellm)
         record.update(
             latency_s=round(latency, 4),
             response=reply.as_message(),
@@ -470,18 +559,38 @@ class LLMClient:
         return request
 
     def _log(self, record: dict[str, Any]) -> None:
+        """One line of the log; always valid UTF-8 (a lone surrogate in a message is written
+        as JSON's escape, which reads back as the same string)."""
         if self.log_path is None:
             return
+        line = json.dumps(record, ensure_ascii=False, default=str)
+        try:
+            data = line.encode("utf-8")
+        except UnicodeEncodeError:
+            data = json.dumps(record, ensure_ascii=True, default=str).encode("ascii")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        with self.log_path.open("ab") as fh:
+            fh.write(data + b"\n")
 
     def _explain(self, litellm, endpoint: Endpoint, exc: BaseException) -> str:
+        from orchestrator.llm import backends
+
         model = endpoint.model
-        text = _first_line(exc)
+        own = backends.backend_error(exc)
+        if own is not None:
+            return f"model {model!r}: {own}"
+        text = describe(exc, endpoint)
         name = type(exc).__name__
-        if "LLM Provider NOT provided" in text or name == "NotFoundError":
+        if "LLM Provider NOT provided" in str(exc):
             return f"model {model!r} is not known to litellm: {MODEL_HINT}"
+        if name == "NotFoundError" or _http_status(exc) == 404:
+            served = _served_name(litellm, model)
+            check = (
+                f"check that it serves {served!r} and that the api base is its URL"
+                if endpoint.api_base
+                else f"check the model name {model!r}"
+            )
+            return f"{_where(endpoint)} answered 404 for model {served!r} ({_clean(exc)}): {check}"
         if is_missing_key(exc):
             return f"no API key for {model!r}: set {_key_variables(litellm, endpoint)} ({text})"
         if name in ("AuthenticationError", "PermissionDeniedError"):
@@ -571,13 +680,192 @@ def _first_line(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:500]
 
 
-def _reply(response, model: str, latency: float, litellm) -> LLMReply:
-    message = response.choices[0].message
+def _message_of(exc: BaseException) -> str:
+    """An exception's message as written (a KeyError's str is the repr of its message)."""
+    if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        return exc.args[0]
+    return _first_line(exc)
+
+
+def _chain(exc: BaseException | None) -> list[BaseException]:
+    """``exc`` and the exceptions behind it (causes and contexts), outermost first."""
+    out: list[BaseException] = []
+    while exc is not None and all(exc is not seen for seen in out):
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
+_LITELLM_PREFIX = re.compile(
+    r"^\s*(?:litellm\.\w+:|\w+(?:Error|Exception|Timeout)(?: Error)?:|\w+Exception\s+-)\s*"
+)
+_LITELLM_TAIL = ("Traceback (most recent call last)", "received_args=", "\nModel:")
+
+
+def _clean(exc: BaseException) -> str:
+    """litellm's message without its prefixes, tracebacks and debugging tail, on one line."""
+    text = str(exc)
+    for stop in _LITELLM_TAIL:
+        text = text.split(stop, 1)[0]
+    text = " ".join(text.split())
+    while (shorter := _LITELLM_PREFIX.sub("", text, count=1)) != text:
+        text = shorter
+    text = text.strip(" -")
+    return text[:300] if text else f"{type(exc).__name__} (no reason given)"
+
+
+def _where(endpoint: Endpoint) -> str:
+    if endpoint.api_base:
+        return f"the server at {endpoint.api_base}"
+    return f"the provider of {endpoint.model!r}"
+
+
+def _request_url(exc: BaseException) -> str | None:
+    """The URL (without its query, which may hold a key) of the request behind ``exc``: the
+    innermost one (litellm's own errors carry a request of its making, to no real URL)."""
+    for e in reversed(_chain(exc)):
+        try:
+            request = getattr(e, "request", None)
+            url = getattr(request, "url", None)
+        except RuntimeError:  # httpx: "The .request property has not been set"
+            continue
+        if url is not None and getattr(url, "host", None):
+            return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
+    return None
+
+
+def _http_status(exc: BaseException) -> int | None:
+    """The HTTP status a server really answered with (litellm gives some errors a 500 of
+    its own making: a connection error, an answer it could not read)."""
+    import httpx
+
+    for e in _chain(exc):
+        if isinstance(e, httpx.HTTPStatusError):
+            return e.response.status_code
+        if type(e).__module__.startswith("openai") and any(  # raised by openai's client
+            c.__name__ == "APIStatusError" for c in type(e).__mro__
+        ):
+            status = getattr(e, "status_code", None)
+            if isinstance(status, int):
+                return status
+    return None
+
+
+def _excerpt(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe(exc: BaseException, endpoint: Endpoint) -> str:
+    """One line that says what went wrong, in cadillac's words: which server, what it
+    answered or why it could not be reached; never litellm's tracebacks or prefixes."""
+    import httpx
+
+    from orchestrator.llm import backends
+
+    own = backends.backend_error(exc)
+    if own is not None:
+        return str(own)
+    if isinstance(exc, BadAnswerError):
+        return str(exc)
+    chain = _chain(exc)
+    where = _where(endpoint)
+    transport = next((e for e in chain if isinstance(e, httpx.TransportError)), None)
+    if transport is not None:
+        url = _request_url(exc) or endpoint.api_base or where
+        reasons = [" ".join(str(e).split()) for e in chain[chain.index(transport) :]]
+        reason = next((r for r in reversed(reasons) if r), type(transport).__name__)
+        if isinstance(transport, httpx.TimeoutException):
+            return f"{url} did not answer in time ({reason})"
+        return f"cannot connect to {url} ({reason})"
+    full = str(exc)
+    if "Invalid response object" in full:
+        choices = re.search(r"'choices': (.*?), '(?:created|model|object|usage)'", full, re.S)
+        what = f": its choices are {_excerpt(choices.group(1))}" if choices else ""
+        return f"{where} sent an answer that is not a chat completion{what}"
+    if "Empty or invalid response" in full:
+        sent = re.search(r"Received: (.*?)\. Check", full, re.S)
+        what = f": it sent {_excerpt(sent.group(1))}" if sent else ""
+        return f"{where} sent an answer that is not a chat completion{what}"
+    if "Expecting value" in full and "Received response" in full:
+        return f"{where} sent an answer that is not JSON (it should be a chat completion)"
+    text = _clean(exc)
+    status = _http_status(exc)
+    if status is not None:
+        return f"{where} answered {status}: {text}"
+    if text.endswith("(no reason given)") and not backends.is_builtin(endpoint.model):
+        return f"{where}: {text}"
+    return text
+
+
+def _served_name(litellm, model: str) -> str:
+    """The name the server is asked for (``x`` of ``openai/x``)."""
+    try:
+        return str(litellm.get_llm_provider(model)[0])
+    except Exception:  # litellm cannot route it: the whole string
+        return model
+
+
+def _arguments(value: Any) -> str:
+    """A tool call's arguments as JSON text; a server that sends an object (not the string
+    the API specifies) is taken at its word: the object is the arguments."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _surrogate(text: str | None) -> int | None:
+    """Where ``text`` holds a lone surrogate (a code point that is not text), if it does."""
+    if not text:
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def _check_text(reply: LLMReply, where: str) -> None:
+    """Raise BadAnswerError when the reply holds a lone surrogate (a broken encoding at the
+    server: it cannot be written to a file, given to a tool or sent back)."""
+    fields = [("its content", reply.content)]
+    for n, call in enumerate(reply.tool_calls, 1):
+        label = f"tool call {call.name!r}" if _surrogate(call.name) is None else f"tool call {n}"
+        fields += [
+            (f"the name of its {label}", call.name),
+            (f"the id of its {label}", call.id),
+            (f"the arguments of its {label}", call.arguments),
+        ]
+    for field, text in fields:
+        at = _surrogate(text)
+        if at is None or text is None:
+            continue
+        around = ascii(_excerpt(text[max(0, at - 30) : at + 30], 80))
+        raise BadAnswerError(
+            f"{where} sent a lone surrogate {ascii(text[at])} in {field} (around {around}), "
+            "which is not text: a broken encoding at the server"
+        )
+
+
+def _reply(response, endpoint: Endpoint, latency: float, litellm) -> LLMReply:
+    """The reply in ``response``; BadAnswerError when there is none to read."""
+    where = _where(endpoint)
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise BadAnswerError(
+            f"{where} answered with no choices (an empty `choices` list): there is no reply "
+            "in its answer"
+        )
+    message = getattr(choices[0], "message", None)
+    if message is None:
+        raise BadAnswerError(f"{where} answered with a choice that holds no message")
     calls = [
         ToolCall(
             id=c.id or f"call_{i}",
             name=c.function.name or "",
-            arguments=c.function.arguments or "",
+            arguments=_arguments(c.function.arguments),
         )
         for i, c in enumerate(getattr(message, "tool_calls", None) or [])
     ]
@@ -588,12 +876,14 @@ def _reply(response, model: str, latency: float, litellm) -> LLMReply:
             cost = litellm.completion_cost(completion_response=response)
         except Exception:  # unknown model: no price
             cost = None
-    return LLMReply(
+    reply = LLMReply(
         content=message.content,
         tool_calls=calls,
-        model=model,
+        model=endpoint.model,
         tokens_in=getattr(usage, "prompt_tokens", 0) or 0,
         tokens_out=getattr(usage, "completion_tokens", 0) or 0,
         cost_usd=float(cost) if cost is not None else None,
         latency_s=latency,
     )
+    _check_text(reply, where)
+    return reply

@@ -10,6 +10,7 @@ killed; :func:`stale_running_becomes_interrupted` says so in its record.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import socket
@@ -41,13 +42,32 @@ class NightlyRecord(BaseModel):
     improve_id: str | None = None
 
 
+_DURATION = re.compile(
+    r"(?:(?P<h>\d+(?:\.\d+)?)\s*h)?\s*(?:(?P<m>\d+(?:\.\d+)?)\s*m)?\s*(?:(?P<s>\d+(?:\.\d+)?)\s*s)?"
+)
+DURATION_HINT = "write it like 6h, 90m, 1h30m or 45s (a plain number is minutes)"
+
+
 def parse_duration(text: str) -> float:
-    """Seconds in '6h', '90m', '45s', '1.5h' or a bare number of minutes."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([hms]?)\s*", text or "")
-    if not match:
-        raise CadillacError(f"cannot read the duration {text!r}: write it like 6h, 90m or 45s")
-    value, unit = float(match.group(1)), match.group(2) or "m"
-    return value * {"h": 3600, "m": 60, "s": 1}[unit]
+    """Seconds in a duration: '6h', '90m', '45s', '1.5h', '1h30m' (or '1h 30m'); a plain
+    number is minutes. CadillacError (one line) for anything else, and for 0 or less.
+
+    ``cadillac nightly --time-budget`` and ``cadillac improve --time-budget`` both read this."""
+    raw = (text or "").strip().lower()
+    shown = repr(text if len(text or "") <= 40 else text[:39] + "…")
+    body = raw.removeprefix("-").removeprefix("+").strip()
+    if re.fullmatch(r"\d+(?:\.\d+)?", body):
+        seconds = float(body) * 60
+    elif body and (match := _DURATION.fullmatch(body)):
+        units = {"h": 3600, "m": 60, "s": 1}
+        seconds = sum(float(v) * units[k] for k, v in match.groupdict().items() if v)
+    else:
+        raise CadillacError(f"{shown} is not a duration: {DURATION_HINT}")
+    if raw.startswith("-") or seconds <= 0:
+        raise CadillacError(f"{shown} must be more than 0: {DURATION_HINT}")
+    if not math.isfinite(seconds):
+        raise CadillacError(f"{shown} is too long a duration")
+    return seconds
 
 
 class NightlyLock:
@@ -101,10 +121,13 @@ def night_folder(home: Home, today: date | None = None) -> Path:
 
 def stale_running_becomes_interrupted(home: Home) -> None:
     """A night still 'running' while nobody holds the lock was killed: say so."""
+    records = sorted(home.runs_dir.glob("nightly-*/nightly.json"))
+    if not records:  # no night to mark: leave the lock file unmade
+        return
     lock = NightlyLock(home)
     if not lock.acquire_probe():
         return
-    for path in home.runs_dir.glob("nightly-*/nightly.json"):
+    for path in records:
         try:
             record = NightlyRecord.model_validate_json(path.read_text())
         except (OSError, ValueError):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import json
 import time
+import warnings
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -37,7 +38,7 @@ from markupsafe import Markup
 from memory import LESSON_TYPES, MemoryStore, PhaseBudgets
 from orchestrator.home import Home
 from orchestrator.nightly import charts
-from orchestrator.nightly.records import stale_running_becomes_interrupted
+from orchestrator.nightly.records import NightlyRecord, stale_running_becomes_interrupted
 from phases import DEFAULT_ROUNDS, PHASES
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -91,12 +92,55 @@ def _json(path: Path) -> Any:
         return None
 
 
+class NightRecordWarning(UserWarning):
+    """A night's nightly.json cannot be read: the night is shown with status unknown."""
+
+
+_warned: set[tuple[str, int, int]] = set()
+
+
+def night_record(folder: Path) -> dict[str, Any]:
+    """What a night's ``nightly.json`` says, as written (a valid NightlyRecord).
+
+    One that cannot be read (not JSON, not UTF-8, not a night's record) is warned about
+    once, naming the file, and stands as a record with only a reason: the night shows
+    as status unknown, and its report says why."""
+    path = folder / "nightly.json"
+    try:
+        raw = json.loads(path.read_bytes())
+        record = NightlyRecord.model_validate(raw)
+        return {**raw, **record.model_dump(include=set(raw))}  # as read, types made sure
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    except ValueError as exc:  # JSON, UTF-8 and pydantic's ValidationError
+        errors = getattr(exc, "errors", None)
+        if callable(errors):
+            error = errors()[0]
+            where = ".".join(str(part) for part in error["loc"])
+            why = f"{where}: {error['msg']}" if where else error["msg"]
+        else:
+            why = str(exc)
+    try:
+        stat = path.stat()
+        key = (str(path), stat.st_size, stat.st_mtime_ns)
+    except OSError:
+        key = (str(path), -1, -1)
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(
+            f"{path} cannot be read ({why}): its night is shown as status unknown",
+            NightRecordWarning,
+            stacklevel=2,
+        )
+    return {"reason": f"nightly.json cannot be read: {why}"}
+
+
 def night_folders(home: Home) -> list[Path]:
     """Nightly run folders, oldest first."""
     if not home.runs_dir.is_dir():
         return []
     found = [p for p in home.runs_dir.glob("nightly-*") if (p / "nightly.json").is_file()]
-    return sorted(found, key=lambda p: (_json(p / "nightly.json") or {}).get("started", 0))
+    return sorted(found, key=lambda p: night_record(p).get("started", 0))
 
 
 def _matrix_files(improve: Path) -> list[Path]:
@@ -109,7 +153,7 @@ def _matrix_files(improve: Path) -> list[Path]:
 
 def night_facts(folder: Path) -> dict[str, Any]:
     """What one night's records say."""
-    record = _json(folder / "nightly.json") or {}
+    record = night_record(folder)
     improve = folder / "improve"
     summary = _json(improve / "summary.json") or {}
     baseline = _json(improve / "baseline.json") or {}
@@ -285,6 +329,32 @@ def render_md(data: dict[str, Any]) -> str:
         confidence_mean=float(np.mean(conf)) if conf else 0.0,
         confidence_median=float(np.median(conf)) if conf else 0.0,
     )
+
+
+def night_summary(folder: Path) -> dict[str, Any]:
+    """One night as ``cadillac report --json`` lists it."""
+    facts = night_facts(folder)
+    record = facts["record"]
+    return {
+        "folder": str(folder),
+        "label": facts["label"],
+        "status": facts["status"],
+        "reason": record.get("reason") or facts["stopped_because"],
+        "started": record.get("started"),
+        "ended": facts["ended"],
+        "model": record.get("model"),
+        "improver_model": record.get("improver_model"),
+        "improve_id": record.get("improve_id"),
+        "train": facts["train"],
+        "holdout": facts["holdout"],
+        "tried": len(facts["iterations"]),
+        "accepted": sum(1 for it in facts["iterations"] if it.get("status") == "accepted"),
+        "builds": facts["builds"],
+        "tokens": facts["tokens"],
+        "cost_usd": facts["cost"],
+        "report_html": str(folder / "report.html"),
+        "report_md": str(folder / "report.md"),
+    }
 
 
 def write_reports(home: Home, folder: Path) -> None:

@@ -13,9 +13,12 @@ What this module decides, and why:
   still leaves a report, and its status says what happened: SIGTERM or Ctrl-C
   mark it ``interrupted`` at once; a SIGKILL leaves ``running``, which
   ``cadillac report`` turns into ``interrupted`` once no process holds the lock.
-* Exit status 0 when the cycle ran, whether or not a patch was accepted; 1
-  with one line when it could not run (no model, not a git checkout, a bad
-  matrix), after the night's record and report say so.
+* Everything that can be checked is checked before anything is made (the models, the
+  sandbox, the repository, the matrix and its alpha): a night that cannot run says why
+  in one line, exit status 1, and leaves no run folder, no report and no lock file (nor
+  the home, if it did not exist). Cron's log (``runs/nightly-cron.log``) keeps that line.
+* Exit status 0 when the cycle ran, whether or not a patch was accepted; 1 when it
+  failed once running, after the night's record and report say so.
 """
 
 from __future__ import annotations
@@ -53,8 +56,22 @@ def _echo(log: logging.Logger) -> None:
 
 
 def run_nightly(home: Home, request: CycleRequest, quiet: bool = False) -> int:
-    """The whole nightly (see the module docstring); returns the exit status."""
+    """The whole nightly (see the module docstring); returns the exit status.
 
+    CadillacError, with nothing made, when the night cannot run."""
+    if home.root.exists():
+        home.check(write=True)
+    log: logging.Logger | None = None
+    save_now = None
+
+    def event(text: str) -> None:
+        if log is not None:
+            log.info(text)
+        if save_now and text.startswith("iter ") and not _is_weakness(text):
+            save_now()  # an iteration ended: the report shows it now
+
+    cycle = _cycle(home, request, event)  # every check: fails here, before anything is made
+    home.check(write=True)
     lock = NightlyLock(home)
     home.runs_dir.mkdir(parents=True, exist_ok=True)
     folder = night_folder(home)
@@ -66,6 +83,7 @@ def run_nightly(home: Home, request: CycleRequest, quiet: bool = False) -> int:
         )
         return 0
     folder.mkdir(parents=True)
+    cycle.folder_override = folder / "improve"
     log = _logger(folder)
     record = NightlyRecord(
         date=folder.name.removeprefix("nightly-"),
@@ -82,10 +100,10 @@ def run_nightly(home: Home, request: CycleRequest, quiet: bool = False) -> int:
 
     previous = signal.signal(signal.SIGTERM, on_term)
     save()
+    save_now = save
     log.info(f"nightly {folder.name} started in {home.root} (pid {record.pid})")
-    code, cycle = 0, None
+    code = 0
     try:
-        cycle = _cycle(home, request, folder, log, save)
         if not quiet:
             _echo(log)
         summary = cycle.run()
@@ -110,7 +128,7 @@ def run_nightly(home: Home, request: CycleRequest, quiet: bool = False) -> int:
         log.exception("nightly failed")
         code = 1
     finally:
-        if cycle is not None and cycle.summary is not None:
+        if cycle.summary is not None:
             record.improve_id = cycle.summary.id
         record.ended = time.time()
         signal.signal(signal.SIGTERM, previous)
@@ -124,12 +142,13 @@ def run_nightly(home: Home, request: CycleRequest, quiet: bool = False) -> int:
     return code
 
 
-def _cycle(home: Home, request, folder: Path, log, save):
+def _is_weakness(text: str) -> bool:
+    return text.split(": ", 1)[-1].startswith("weakness")
+
+
+def _cycle(home: Home, request: CycleRequest, event):
+    """The night's cycle, checked (models, sandbox, repository, matrix); its folder is set
+    once the night has one."""
     from orchestrator.improve.setup import make_cycle
 
-    def event(text: str) -> None:
-        log.info(text)
-        if text.startswith("iter ") and not text.split(": ", 1)[1].startswith("weakness"):
-            save()  # an iteration ended: the report shows it now
-
-    return make_cycle(home, request, on_event=event, folder=folder / "improve")
+    return make_cycle(home, request, on_event=event)

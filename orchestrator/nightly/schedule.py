@@ -85,8 +85,12 @@ class ScheduleConfig(BaseModel):
     @field_validator("args")
     @classmethod
     def _one_line(cls, value: list[str]) -> list[str]:
-        if any("\n" in arg for arg in value):
-            raise ValueError("a nightly argument with a line break cannot be scheduled")
+        for arg in value:
+            if "\n" in arg or "\r" in arg:
+                raise ValueError(
+                    f"the nightly argument {arg!r} holds a line break, which a schedule "
+                    "cannot carry"
+                )
         return value
 
     @field_validator("randomized_delay")
@@ -182,6 +186,7 @@ def _install_cron(cfg: ScheduleConfig) -> list[str]:
     kept, dropped = _without_block(_read_crontab(), cfg.home)
     if dropped == block:
         return [f"the cron entry for {cfg.home} is already installed; nothing changed"]
+    Home(cfg.home).check(write=True)  # made only now that crontab answered
     (cfg.home / "runs").mkdir(parents=True, exist_ok=True)  # the log redirect needs it
     _write_crontab([*kept, *block])
     verb = "replaced" if dropped else "added"
@@ -280,6 +285,7 @@ def _systemctl(*args: str) -> str:
 def _install_systemd(cfg: ScheduleConfig) -> list[str]:
     folder = unit_dir()
     previous = _installed_home(folder / SERVICE)
+    Home(cfg.home).check(write=True)  # the service's WorkingDirectory
     folder.mkdir(parents=True, exist_ok=True)
     lines = []
     if previous is not None and previous != str(cfg.home):
@@ -335,7 +341,8 @@ def install(cfg: ScheduleConfig, kind: Kind) -> list[str]:
     """Schedule the nightly (replacing this home's earlier schedule); lines saying what changed."""
     if not os.access(cfg.cadillac, os.X_OK) or not cfg.cadillac.is_file():
         raise CadillacError(f"{cfg.cadillac} is not an executable file (the cadillac to schedule)")
-    Home(cfg.home).check(write=True)
+    if cfg.home.exists():
+        Home(cfg.home).check(write=True)
     return _install_cron(cfg) if kind == "cron" else _install_systemd(cfg)
 
 
@@ -363,8 +370,10 @@ def config_from_args(args) -> ScheduleConfig:
     except ValidationError as exc:
         error = exc.errors()[0]
         message = error["msg"].removeprefix("Value error, ")
-        flag = str(error["loc"][0]).replace("_", "-")
-        raise CadillacError(f"schedule --{flag}: {message}") from None
+        field = str(error["loc"][0]) if error["loc"] else ""
+        if field in ("home", "at"):  # the fields a command line sets by a flag of that name
+            raise CadillacError(f"schedule --{field}: {message}") from None
+        raise CadillacError(f"schedule: {message}") from None
 
 
 def handle(args) -> int:

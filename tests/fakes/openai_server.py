@@ -2,9 +2,12 @@
 
 It answers ``POST .../chat/completions`` from a queue: each entry is either a
 response (content and/or tool calls, in the same shape the scripted back end
-takes) or a fault ``{"status": 429, "headers": {...}, "delay_s": 0}``. Every
-request body is kept in ``requests`` (and its headers in ``headers``) so tests can
-assert what was sent and how many attempts were made.
+takes), a fault ``{"status": 429, "headers": {...}, "delay_s": 0}``, or a raw
+answer ``{"raw": TEXT, "status": 200}`` whose text is sent as the body as it is
+(a server's bad answer: no choices, an escaped lone surrogate, tool arguments as
+an object). :func:`completion` builds the usual body for a raw answer to change.
+Every request body is kept in ``requests`` (and its headers in ``headers``) so
+tests can assert what was sent and how many attempts were made.
 """
 
 from __future__ import annotations
@@ -17,6 +20,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from orchestrator.llm.backends import _message
+
+
+def completion(message: dict[str, Any], model: str = "fake", number: int = 1) -> dict[str, Any]:
+    """The body of a chat completion answering ``message`` (an assistant message)."""
+    return {
+        "id": f"chatcmpl-{number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    }
 
 
 class FakeOpenAI:
@@ -42,6 +63,14 @@ class FakeOpenAI:
                         entry = fake.policy(body)
                     else:
                         entry = fake.queue.pop(0) if fake.queue else {"status": 500}
+                if isinstance(entry, dict) and "raw" in entry:
+                    data = entry["raw"].encode("utf-8")
+                    self.send_response(entry.get("status", 200))
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 if isinstance(entry, dict) and "status" in entry:
                     time.sleep(entry.get("delay_s", 0))
                     self.send_response(entry["status"])
@@ -62,21 +91,7 @@ class FakeOpenAI:
                     return
                 if isinstance(entry, dict):
                     time.sleep(entry.get("delay_s", 0))
-                message = _message(entry)
-                answer = {
-                    "id": f"chatcmpl-{len(fake.requests)}",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": body.get("model", "fake"),
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": message,
-                            "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-                }
+                answer = completion(_message(entry), body.get("model", "fake"), len(fake.requests))
                 data = json.dumps(answer).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")

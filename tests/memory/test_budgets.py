@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from memory import PhaseBudgets
+from memory import CorruptLineWarning, PhaseBudgets
 from phases import DEFAULT_ROUNDS, PHASES
 from tests.conftest import CORPUS_BUDGETS
 
@@ -97,3 +97,23 @@ def test_the_legacy_history_loads_without_loss(corpus_home):
     assert len(lines) == 262 and json.loads(lines[-1])["outcome"] == "passed"
     budgets = history.compute_budgets(["flask", "sqlite"])
     assert budgets["build"].samples > 3 and budgets["build"].rounds > DEFAULT_ROUNDS["build"]
+
+
+@pytest.mark.parametrize("rounds", ["1" + "0" * 400, str(10**300), "1000001"])
+def test_a_row_with_more_rounds_than_any_phase_runs_is_skipped_with_a_warning(history, rounds):
+    """10**400 overflowed the percentile (issue 11, item 3); the build's budgets read the same."""
+    for r in (40, 50, 60):
+        history.record_phase_outcome("build", r, tags=["python"])
+    with history.path.open("a") as fh:
+        fh.write('{"phase": "build", "rounds": ' + rounds + ', "tags": ["python"]}\n')
+    with pytest.warns(CorruptLineWarning, match=r":4: invalid line skipped \(rounds: "):
+        history.record_phase_outcome("build", 55, tags=["python"])  # reads the row, appends
+        b = history.compute_budgets(["python"])["build"]
+    assert b.samples == 4 and b.p90 == 58.5
+    assert len(history.path.read_text().splitlines()) == 5  # the bad row stays where it was
+
+
+def test_a_row_with_an_infinite_time_is_skipped(history):
+    history.path.write_text('{"phase": "plan", "rounds": 2, "ts": 1e400}\n')
+    with pytest.warns(CorruptLineWarning, match=r"ts: "):
+        assert history.rows() == []
