@@ -35,6 +35,7 @@ from orchestrator.build.learning import DeferredLearning, HomeLearning
 from orchestrator.build.runs import new_run_id
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
+from orchestrator.sandbox.installs import remove_envs
 
 
 def run_one(
@@ -45,9 +46,12 @@ def run_one(
     learning: DeferredLearning,
     score: bool = True,
     stop: threading.Event | None = None,
+    keep_envs: bool = False,
 ) -> TaskRun:
     """One build of one task, scored (unless ``score`` is False: an improve trial's builds
-    are scored by the cycle, with checks the trial never sees)."""
+    are scored by the cycle, with checks the trial never sees). Unless ``keep_envs``, the
+    environments the build and its scoring installed are removed once it is scored (the
+    scoring never uses the workspace's: it makes its own)."""
     config = build.model_copy(update={"max_seconds": task.timeout_s})
     out = TaskRun(task_id=task.id, repeat=repeat)
     if stop is not None and stop.is_set():  # stopped or capped before this build began
@@ -86,6 +90,9 @@ def run_one(
             out.score, out.verdict, out.failure = scored.score, scored.verdict, scored.failures
     elif not out.reached_validate:
         out.failure = summary.reason
+    if not keep_envs:
+        remove_envs(builder.run.workspace)
+        remove_envs(builder.run.dir / "scoring" / "project")
     failed = next((p for p in summary.phases if p.outcome != "passed"), None)
     if failed is not None:
         out.failed_phase, out.phase_outcome = failed.phase, failed.outcome
@@ -106,6 +113,7 @@ def run_matrix(
     max_cost_usd: float | None = None,
     max_tokens: int | None = None,
     seed: int | None = None,
+    keep_envs: bool = False,
 ) -> MatrixResults:
     """Run the matrix (see the module docstring); results are also written to disk.
 
@@ -147,7 +155,7 @@ def run_matrix(
             build if seed is None else build.model_copy(update={"seed": build_seed(seed, task, r)})
         )
         learning = deferred if task.split == "train" else discarded
-        run = run_one(home, task, r, seeded, learning, score, stop)
+        run = run_one(home, task, r, seeded, learning, score, stop, keep_envs)
         spend.add(run)
         return run
 

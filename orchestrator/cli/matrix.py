@@ -54,6 +54,11 @@ def add_parsers(commands) -> None:
         action="store_true",
         help="build without scoring (improve trials: the cycle scores them itself)",
     )
+    p.add_argument(
+        "--keep-envs",
+        action="store_true",
+        help="keep each build's installed environments (.venv, node_modules ...) once scored",
+    )
 
 
 COLUMNS = (
@@ -144,6 +149,7 @@ def matrix_run(args: argparse.Namespace) -> int:
         max_cost_usd=args.max_cost,
         max_tokens=args.max_tokens,
         seed=args.seed,
+        keep_envs=args.keep_envs,
     )
     if args.json:
         print(results.model_dump_json(indent=2))

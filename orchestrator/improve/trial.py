@@ -47,6 +47,7 @@ from orchestrator.home import Home
 from orchestrator.llm.client import LLMConfig
 from orchestrator.llm.keys import provider_env
 from orchestrator.sandbox.executor import ExecConfig, run_command
+from orchestrator.sandbox.installs import remove_envs
 
 RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}")
 LAUNCHER = (
@@ -300,6 +301,9 @@ class SandboxedMatrix:
             run.verdict, run.failure = "broken", f"the trial named no run folder ({run.run_id!r})"
             return
         workspace = home / "runs" / run.run_id / "workspace"
+        if workspace.resolve() != home.resolve() / "runs" / run.run_id / "workspace":
+            run.verdict, run.failure = "broken", "the trial's run folder goes through a link"
+            return
         try:
             scored = score_build(
                 task,
@@ -311,5 +315,8 @@ class SandboxedMatrix:
         except Exception as exc:  # a workspace that is a link, is missing, or worse
             run.verdict, run.failure = "broken", f"the workspace cannot be scored: {exc}"[:500]
             return
+        finally:  # the environments are re-made by any later scoring; a night keeps sources
+            remove_envs(trial / "scoring" / run.run_id / "project")
+            remove_envs(workspace)
         run.checks_passed, run.checks_total = scored.passed, scored.total
         run.score, run.verdict, run.failure = scored.score, scored.verdict, scored.failures

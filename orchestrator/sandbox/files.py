@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,3 +154,31 @@ def _copy_dir(dfd, dst: Path, rel: str, limits, report: CopyReport) -> None:
             report.bytes += len(data)
         else:
             report.skipped.append(f"{where}: {_kind(mode)}, not copied")
+
+
+def remove_tree(path: Path) -> str:
+    """Remove ``path`` whatever the model left there, never following a link it made.
+
+    A link (or any file) at ``path`` is unlinked, not followed; a folder is removed with
+    :func:`shutil.rmtree`, which walks by descriptors here and does not follow links
+    inside. Folders the model made unreadable or unwritable are opened up first (a walk
+    that does not enter links) so their entries can go. Returns "" or why something was left behind.
+    """
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return ""
+    if not stat.S_ISDIR(mode):
+        os.unlink(path)
+        return ""
+    os.chmod(path, 0o700)
+    for folder, subfolders, _ in os.walk(path):  # top-down, never into a link
+        for name in subfolders:
+            sub = os.path.join(folder, name)
+            if not os.path.islink(sub):
+                os.chmod(sub, 0o700)
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    return ""

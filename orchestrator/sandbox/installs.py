@@ -34,7 +34,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from orchestrator.sandbox.files import read_text, what_is
+from orchestrator.sandbox.files import read_text, remove_tree, what_is
 
 DEPENDENCY_FILES = (
     "requirements.txt",
@@ -48,6 +48,8 @@ PIP = "python -m pip install --no-input --disable-pip-version-check"
 WHEELS_ONLY = "--only-binary=:all:"
 OFFLINE_PROJECT = f"{PIP} --no-deps --no-index --no-build-isolation -e ."
 INSTALL_TIMEOUT_S = 900.0
+ENV_DIRS = (".venv", "node_modules", ".cargo-home", ".gopath", "target")
+"""What installs and builds put in a project folder: re-made by the next install."""
 
 
 class InstallError(Exception):
@@ -127,6 +129,15 @@ def project_env(root: Path) -> dict[str, str]:
         "GOPATH": str(root / ".gopath"),
         "GOFLAGS": "-mod=mod",
     }
+
+
+def remove_envs(root: Path) -> str:
+    """Remove the folders of :data:`ENV_DIRS` from ``root``; "" or what was left behind.
+
+    A benchmark build's environment is worth nothing once the build is scored, and at
+    some 30 MB a build it is most of what a night of improve trials would keep on disk.
+    """
+    return "; ".join(filter(None, (remove_tree(root / name) for name in ENV_DIRS)))
 
 
 def install_steps(

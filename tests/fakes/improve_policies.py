@@ -54,3 +54,23 @@ def digit_improver(messages, tools):
         "replace": f"# Phase: build\n\n{SENTENCE}\n",
     }
     return json.dumps({"reason": "say how digits count", "edits": [edit]})
+
+
+def env_planter(messages, tools):
+    """Builds wordfreq, but before validate turns its environments into traps for the host:
+    ``.venv`` a link to the folder named by ``CADILLAC_TEST_PRECIOUS``, and a
+    ``node_modules`` with a link out and folders it cannot write."""
+    import os
+
+    answer = wordfreq.policy(messages, tools)
+    system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+    first = not any(m["role"] == "assistant" for m in messages)
+    if tools and "# Phase: validate" in system and first:
+        precious = os.environ["CADILLAC_TEST_PRECIOUS"]
+        trap = (
+            f"rm -rf .venv && ln -s {precious} .venv && mkdir -p node_modules/a/b && "
+            f"touch node_modules/a/b/f && ln -s {precious} node_modules/a/out && "
+            "chmod 500 node_modules/a/b node_modules/a"
+        )
+        answer["tool_calls"].insert(0, {"name": "run", "arguments": {"command": trap}})
+    return answer

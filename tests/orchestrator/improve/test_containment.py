@@ -197,3 +197,29 @@ def test_the_trial_home_is_a_frozen_copy(home, repo):
     store.save(Lesson(type="tool_pattern", trigger="written during the cycle", fix="y"))
     assert b"before the cycle" in runner.snapshot["memory.jsonl"]
     assert b"during the cycle" not in runner.snapshot["memory.jsonl"]
+
+
+def test_a_trial_whose_run_folders_lead_elsewhere_scores_nothing_and_removes_nothing(
+    home, tmp_path
+):
+    from orchestrator.bench.results import MatrixResults, TaskRun
+    from orchestrator.improve.trial import RoundSpec, SandboxedMatrix
+
+    # a candidate's build loop made the trial's runs/ a link to the user's own runs
+    run_id = "20261201-120000-abcdef"
+    real = tmp_path / "users-home" / "runs"
+    (real / run_id / "workspace" / ".venv" / "bin").mkdir(parents=True)
+    (real / run_id / "workspace" / "app.py").write_text("print('mine')\n")
+    trial = tmp_path / "trial"
+    (trial / "home").mkdir(parents=True)
+    (trial / "home" / "runs").symlink_to(real)
+    claimed = MatrixResults(id="x", matrix="m", model="m", repeats=1, split="holdout", started=0)
+    claimed.runs.append(
+        TaskRun(task_id="wf-h", repeat=0, run_id=run_id, status="passed", reached_validate=True)
+    )
+    runner = SandboxedMatrix(Home(home), SMALL, LLMConfig(model="scripted:x"))
+    judged = runner._judge(claimed, trial / "home", trial, RoundSpec(split="holdout"))
+    (run,) = judged.runs
+    assert (run.verdict, run.score) == ("broken", 0.0) and "link" in run.failure
+    assert (real / run_id / "workspace" / ".venv" / "bin").is_dir()
+    assert (real / run_id / "workspace" / "app.py").is_file()
