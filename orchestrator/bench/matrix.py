@@ -27,6 +27,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from pathlib import Path
 
+from filelock import FileLock
+
 from orchestrator.bench.results import MatrixResults, TaskRun, summarise
 from orchestrator.bench.scoring import score_build
 from orchestrator.bench.tasks import DEFAULT_MATRIX, MatrixTask, load_matrix
@@ -140,6 +142,8 @@ def run_matrix(
     )
     folder = home.runs_dir / f"matrix-{results.id}"
     folder.mkdir(parents=True)
+    lock = FileLock(str(folder / "run.lock"), timeout=0)
+    lock.acquire()  # held while the run lives: a killed run's folder says so (runs list)
     deferred, discarded = DeferredLearning(), DeferredLearning()
     target = HomeLearning(home) if learn else None
     stop = threading.Event()
@@ -186,12 +190,14 @@ def run_matrix(
         results.ended = time.time()
         _write(folder, results)
         raise
+    else:
+        if target is None:
+            deferred.ops.clear()
+        results.ended = time.time()
+        _write(folder, results)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-    if target is None:
-        deferred.ops.clear()
-    results.ended = time.time()
-    _write(folder, results)
+        lock.release()
     return results
 
 

@@ -62,6 +62,8 @@ class BuildConfig(BaseModel):
     """Character budget of the lessons section."""
     max_cost_usd: float | None = Field(default=None, gt=0)
     """End the build (resumably) before the spend would pass this."""
+    max_tokens: int | None = Field(default=None, gt=0)
+    """End the build (resumably) before its tokens would pass this (any model, priced or not)."""
     max_seconds: float | None = Field(default=None, gt=0)
     """End the build (resumably) once it has run this long (a matrix task's timeout)."""
     reflect: bool = True
@@ -454,13 +456,18 @@ class Builder:
             raise CostLimitReached(
                 f"stopped after the time limit of {limit:g} s; resume with --resume {self.run.id}"
             )
-        cap, spent = self.config.max_cost_usd, self.llm.totals.cost_usd
-        if cap is None or spent is None:
-            return
-        last = spent / max(self.llm.totals.calls, 1)
-        if spent + last > cap:
+        totals = self.llm.totals
+        calls = max(totals.calls, 1)
+        cap, spent = self.config.max_cost_usd, totals.cost_usd
+        if cap is not None and spent is not None and spent + spent / calls > cap:
             raise CostLimitReached(
                 f"stopped before the spend passes --max-cost {cap:g} USD (spent {spent:.4f}); "
+                f"resume with --resume {self.run.id}"
+            )
+        tokens, used = self.config.max_tokens, totals.tokens_in + totals.tokens_out
+        if tokens is not None and used + used / calls > tokens:
+            raise CostLimitReached(
+                f"stopped before the tokens pass --max-tokens {tokens} (spent {used:,}); "
                 f"resume with --resume {self.run.id}"
             )
 

@@ -67,6 +67,21 @@ class PhaseSummary(BaseModel):
     applied_lessons: list[str] = Field(default_factory=list)
 
 
+def lock_held(path: Path) -> bool:
+    """Whether a live process holds the lock file at ``path`` (a killed one holds nothing:
+    the kernel drops its locks). A lock that cannot be taken for another reason (a folder
+    not ours to write) is not held by a run of ours."""
+    probe = FileLock(str(path), timeout=0)
+    try:
+        probe.acquire()
+    except Timeout:
+        return True
+    except OSError:
+        return False
+    probe.release()
+    return False
+
+
 class RunSummary(BaseModel):
     v: int = SCHEMA
     run_id: str
@@ -191,15 +206,7 @@ class Run:
 
     def live(self) -> bool:
         """Whether a process is building in this run right now (it holds the run's lock)."""
-        probe = FileLock(str(self.lock_path), timeout=0)
-        try:
-            probe.acquire()
-        except Timeout:
-            return True
-        except OSError:  # a run folder that cannot be locked is not being built by us
-            return False
-        probe.release()
-        return False
+        return lock_held(self.lock_path)
 
     def lock(self) -> FileLock:
         """The run's lock, taken: one process at a time builds in a run (a second --resume of a

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+import shlex
+import sys
 
 from orchestrator.errors import CadillacError
 from orchestrator.home import ENV_VAR
@@ -20,8 +22,67 @@ class UsageError(CadillacError):
 
 
 class Parser(argparse.ArgumentParser):
+    """An argparse parser whose mistakes are one line; a command group (``memory``,
+    ``runs`` ...) given an option before its command says to name the command first,
+    instead of argparse's "invalid choice" about the option's value."""
+
     def error(self, message: str):  # one line, not usage + message
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:  # point to the help of the command they were given to, not the root's
+            prog = getattr(namespace, "command_prog", self.prog)
+            raise UsageError(f"unrecognized arguments: {' '.join(extras)} (see '{prog} --help')")
+        return namespace
+
+    def parse_known_args(self, args=None, namespace=None):
+        group = next((a for a in self._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if group is None:
+            return super().parse_known_args(args, namespace)
+        args = list(sys.argv[1:] if args is None else args)
+        rest = _after_home(args)
+        early = bool(rest) and rest[0].startswith("-") and rest[0] not in ("-h", "--help")
+        try:
+            namespace, extras = super().parse_known_args(args, namespace)
+        except UsageError:
+            if early:
+                raise UsageError(self._command_first(group, rest)) from None
+            raise
+        if early and getattr(namespace, group.dest, None) is None and extras:
+            raise UsageError(self._command_first(group, rest))
+        return namespace, extras
+
+    def _command_first(self, group: argparse._SubParsersAction, rest: list[str]) -> str:
+        commands = list(group.choices)
+        name = self.prog.rpartition(" ")[2]
+        example = (
+            "" if name == self.prog else f"e.g. '{self.prog} {shlex.join([commands[0], *rest])}'; "
+        )
+        return (
+            f"{name} needs a command before its options: {', '.join(commands)}"
+            f" ({example}see '{self.prog} --help')"
+        )
+
+
+def _after_home(args: list[str]) -> list[str]:
+    """``args`` from the first one that is not ``--home DIR`` (every group's own option)."""
+    i = 0
+    while i < len(args):
+        if args[i] == "--home":
+            i += 2
+        elif args[i].startswith("--home="):
+            i += 1
+        else:
+            break
+    return args[i:]
+
+
+def folder(value: str) -> str:
+    """An argparse type: a folder's path, which cannot be empty (that would mean "here")."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("is empty: give a folder (or leave the option out)")
+    return value
 
 
 def csv(value: str) -> list[str]:
@@ -55,6 +116,7 @@ def home_options() -> Parser:
     p = Parser(add_help=False)
     p.add_argument(
         "--home",
+        type=folder,
         default=argparse.SUPPRESS,
         metavar="DIR",
         help=f"state folder (default: ${ENV_VAR}, else the current directory)",
@@ -144,6 +206,7 @@ def cycle_options() -> Parser:
 def command(commands, name: str, help: str, *parents: Parser, run=None, **defaults):
     """Add one (sub)command with ``--home`` and the given option groups; ``run`` handles it."""
     p = commands.add_parser(name, parents=[home_options(), *parents], help=help)
+    p.set_defaults(command_prog=p.prog)
     if run is not None:
         p.set_defaults(run=run, **defaults)
     return p

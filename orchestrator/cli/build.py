@@ -28,12 +28,13 @@ from orchestrator.cli.args import (
     actions,
     command,
     model_options,
-    positive_float,
     sandbox_options,
+    spend_options,
 )
-from orchestrator.cli.config import build_config, utf8
+from orchestrator.cli.config import build_config, utf8, warn_unused_api_base
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
+from orchestrator.llm.prices import cap_warning
 
 
 def add_parsers(commands) -> None:
@@ -43,15 +44,10 @@ def add_parsers(commands) -> None:
         "build TASK through the six phases",
         model_options(),
         sandbox_options(),
+        spend_options(),
         run=build,
     )
     p.add_argument("task", nargs="?", help='what to build, e.g. "a Flask todo API with SQLite"')
-    p.add_argument(
-        "--max-cost",
-        type=positive_float,
-        metavar="USD",
-        help="stop (resumably) before the spend passes this",
-    )
     p.add_argument(
         "--resume",
         metavar="RUN_ID",
@@ -88,6 +84,7 @@ def build(args: argparse.Namespace) -> int:
         recorded = Run.open(home.runs_dir, run_id).task().config
         config = build_config(args, recorded=recorded)
         Builder.preflight(config)
+        warn_unused_api_base(args, config)
         home.check(write=True)
         try:
             builder = Builder.resume(home, config, run_id)
@@ -104,8 +101,13 @@ def build(args: argparse.Namespace) -> int:
             raise CadillacError('say what to build: cadillac build "a Flask todo API with SQLite"')
         config = build_config(args)
         Builder.preflight(config)
+        warn_unused_api_base(args, config)
         home = Home.resolve(getattr(args, "home", None)).check(write=True)
         builder = Builder.start(home, config, task)
+    models = [endpoint.model for endpoint in config.llm.endpoints()]
+    warning = cap_warning(models, config.max_cost_usd, config.max_tokens)
+    if warning:
+        output.err().print(f"[bold yellow]warning:[/] {warning}")
     try:
         return _run(builder, args)
     except KeyboardInterrupt:  # cadillac's own "interrupted" line follows this one
@@ -196,8 +198,8 @@ def runs_list(args: argparse.Namespace) -> int:
     A run whose record cannot be read is listed as ``unreadable`` with the reason. A run
     whose record says it is still going is checked where it can be: a build holds its
     run's lock, an improve cycle its repository's lock and a nightly the home's; when the
-    lock is free the process is gone and the run reads ``interrupted``. A matrix run holds
-    no lock: without an end it reads ``unfinished`` (running, or killed)."""
+    lock is free the process is gone and the run reads ``interrupted``; a matrix run holds
+    its folder's ``run.lock``."""
     home = Home.resolve(getattr(args, "home", None)).check()
     rows = _all_runs(home)
     if args.json:
@@ -263,18 +265,23 @@ def _all_runs(home: Home) -> list[dict]:
 
 def _matrix_row(folder: Path, row: dict) -> None:
     from orchestrator.bench.results import MatrixResults
-    from orchestrator.build.runs import read_record
+    from orchestrator.build.runs import lock_held, read_record
 
     path = folder / "results.json"
     if not path.exists():  # written when the first build ends
-        row["status"] = "unfinished"
-        row["reason"] = "no results yet: its first build has not ended, or it was killed"
+        if lock_held(folder / "run.lock"):
+            row["status"], row["reason"] = "running", "no results yet: no build has ended"
+        else:
+            row["status"] = "interrupted"
+            row["reason"] = "killed before any build ended (no matrix run holds its lock)"
         return
     r = read_record(path, MatrixResults, folder.name)
     row.update(started=r.started, ended=r.ended, cost_usd=r.cost_usd, reason=r.stopped_because)
     if r.ended is None:
-        row["status"] = "unfinished"
-        row["reason"] = "no end recorded: running, or killed (a matrix run holds no lock)"
+        live = lock_held(folder / "run.lock")
+        row["status"] = "running" if live else "interrupted"
+        if not live:
+            row["reason"] = "its process is gone (no matrix run holds its lock): killed"
     elif r.stopped_because == "interrupted":
         row["status"] = "interrupted"
     else:
@@ -311,7 +318,7 @@ def _improve_live(home: Home) -> set[Path]:
 def _improve_lock_held(repo: Path) -> bool:
     import subprocess
 
-    from filelock import FileLock, Timeout
+    from orchestrator.build.runs import lock_held
 
     try:
         done = subprocess.run(
@@ -324,15 +331,7 @@ def _improve_lock_held(repo: Path) -> bool:
         return False
     if done.returncode != 0:  # no repository there any more: no cycle can run on it
         return False
-    probe = FileLock(str((repo / done.stdout.strip()).resolve() / "cadillac-improve.lock"), 0)
-    try:
-        probe.acquire()
-    except Timeout:
-        return True
-    except OSError:
-        return False
-    probe.release()
-    return False
+    return lock_held((repo / done.stdout.strip()).resolve() / "cadillac-improve.lock")
 
 
 def _improve_row(folder: Path, row: dict, live: set[Path]) -> None:

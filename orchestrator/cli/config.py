@@ -114,4 +114,18 @@ def build_config(
     if executor.sandbox == "none":
         output.err().print(f"[bold red]warning:[/] {UNSAFE}")
     cap = getattr(args, "max_cost", None) if per_build_cost else None
-    return BuildConfig(llm=llm, executor=executor, max_cost_usd=cap)
+    tokens = getattr(args, "max_tokens", None) if per_build_cost else None
+    return BuildConfig(llm=llm, executor=executor, max_cost_usd=cap, max_tokens=tokens)
+
+
+def warn_unused_api_base(args: argparse.Namespace, config) -> None:
+    """Say so when ``--api-base`` was given for a model that calls no server (a replay or a
+    scripted model): it is ignored, and the user may have meant another model."""
+    from orchestrator.llm import backends
+
+    model = config.llm.model
+    if getattr(args, "api_base", None) and backends.is_builtin(model):
+        output.err().print(
+            f"[bold yellow]warning:[/] --api-base is ignored: {model} is built into cadillac "
+            "and calls no server"
+        )

@@ -20,7 +20,7 @@ from orchestrator.cli.args import (
     sandbox_options,
     spend_options,
 )
-from orchestrator.cli.config import build_config
+from orchestrator.cli.config import build_config, warn_unused_api_base
 from orchestrator.home import Home
 
 
@@ -121,6 +121,7 @@ def matrix_run(args: argparse.Namespace) -> int:
     check_sandbox(config.executor)
     load_matrix(matrix, require_checks=not args.build_only)
     home.check(write=True)
+    warn_unused_api_base(args, config)
     models = [e.model for e in config.llm.endpoints()]
     warning = cap_warning(models, args.max_cost, args.max_tokens)
     if warning:

@@ -26,13 +26,12 @@ what this module decides is how a command line meets it:
 from __future__ import annotations
 
 import argparse
-import shlex
 import signal
 import sys
 import threading
 
 from orchestrator.cli import output
-from orchestrator.cli.args import Parser, UsageError, actions, command, csv, positive, unit
+from orchestrator.cli.args import actions, command, csv, positive, unit
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 
@@ -74,51 +73,17 @@ def tag_list(value: str) -> list[str]:
     return csv(utf8(value))
 
 
-class _Group(Parser):
-    """The ``memory`` group's parser: an option before the command gets a pointer to the
-    commands, not argparse's "invalid choice" about the option's value."""
-
-    commands: tuple[str, ...] = ()
-
-    def parse_known_args(self, args=None, namespace=None):
-        args = list(sys.argv[1:] if args is None else args)
-        rest = _after_home(args)
-        early = bool(rest) and rest[0].startswith("-") and rest[0] not in ("-h", "--help")
-        try:
-            namespace, extras = super().parse_known_args(args, namespace)
-        except UsageError:
-            if early:
-                raise UsageError(self._hint(rest)) from None
-            raise
-        if early and getattr(namespace, "memory_command", None) is None and extras:
-            raise UsageError(self._hint(rest))
-        return namespace, extras
-
-    def _hint(self, rest: list[str]) -> str:
-        example = shlex.join(["list", *rest])
-        return (
-            f"memory needs a command before its options: {', '.join(self.commands)}"
-            f" (e.g. '{self.prog} {example}'; see '{self.prog} --help')"
-        )
-
-
-def _after_home(args: list[str]) -> list[str]:
-    """``args`` from the first one that is not ``--home DIR`` (the group's own option)."""
-    i = 0
-    while i < len(args):
-        if args[i] == "--home":
-            i += 2
-        elif args[i].startswith("--home="):
-            i += 1
-        else:
-            break
-    return args[i:]
+def lesson_id(value: str) -> str:
+    """An argparse type: a lesson id as ``memory list`` shows it (blank is a mistake)."""
+    value = utf8(value).strip()
+    if not value:
+        raise argparse.ArgumentTypeError("is empty: give a lesson id from 'cadillac memory list'")
+    return value
 
 
 # ---------------------------------------------------------------- parsers
 def add_parsers(commands) -> None:
     memory = command(commands, "memory", "lessons learned from builds (memory.jsonl)")
-    memory.__class__ = _Group  # the subcommands' parser class makes it a plain Parser
     memory.set_defaults(run=memory_list, type=None, tag=None, polarity=None, limit=None)
     memory.set_defaults(json=False)
     sub = actions(memory, dest="memory_command")
@@ -131,7 +96,7 @@ def add_parsers(commands) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON array")
 
     p = command(sub, "show", "show one lesson", run=memory_show)
-    p.add_argument("id")
+    p.add_argument("id", type=lesson_id)
     p.add_argument("--json", action="store_true")
 
     p = command(sub, "add", "add a lesson by hand", run=memory_add)
@@ -149,7 +114,7 @@ def add_parsers(commands) -> None:
     p.add_argument("--json", action="store_true")
 
     p = command(sub, "forget", "delete a lesson", run=memory_forget)
-    p.add_argument("id")
+    p.add_argument("id", type=lesson_id)
 
     p = command(sub, "recall", "the lessons a build of TASK would see", run=memory_recall)
     p.add_argument("task", type=utf8)
@@ -162,7 +127,6 @@ def add_parsers(commands) -> None:
     p.add_argument("--json", action="store_true")
 
     command(sub, "path", "print the memory file's path", run=memory_path)
-    memory.commands = tuple(sub.choices)
 
     p = command(
         commands,

@@ -415,28 +415,68 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+class _HeldSignals:
+    """Ctrl-C and SIGTERM held while a command starts, then acted on.
+
+    A KeyboardInterrupt raised inside ``Popen`` after the fork leaves a started command
+    with no handle to kill it by. So, in the main thread (the only one Python runs signal
+    handlers in), the two signals are only noted while the command starts, and
+    :meth:`replay` then runs the handlers they would have run, once the command can be
+    killed.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.caught: list[int] = []
+        self.saved: dict[int, object] = {}
+
+    def __enter__(self) -> _HeldSignals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self.saved[sig] = signal.signal(sig, lambda n, _f: self.caught.append(n))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+
+    def replay(self) -> None:
+        for sig in self.caught:
+            handler = self.saved[sig]
+            if callable(handler):
+                handler(sig, None)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), sig)
+
+
 def _supervise(argv, command, cwd, run_env, timeout, runner, stop=None) -> CommandResult:
     """Run argv in its own process group, reading its output under the cap, killing on timeout."""
     config: ExecConfig = runner.config
     out = _Capped(config.output_cap_bytes)
     start = time.monotonic()
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=run_env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    proc = None
     try:
+        with _HeldSignals() as held:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=run_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        held.replay()
         return _watch(proc, command, timeout, runner, stop, out, start)
     except BaseException:  # Ctrl-C or SIGTERM of cadillac itself: the command dies with it
-        _signal_group(proc.pid, signal.SIGKILL)
-        proc.wait()
+        if proc is not None:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
         raise
     finally:
-        proc.stdout.close()
+        if proc is not None:
+            proc.stdout.close()
 
 
 def _watch(proc, command, timeout, runner, stop, out, start) -> CommandResult:

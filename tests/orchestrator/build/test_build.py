@@ -198,6 +198,21 @@ def test_max_cost_stops_the_build_cleanly_and_it_can_be_resumed(home):
     assert final.status == "passed"
 
 
+def test_a_model_without_a_price_is_capped_by_tokens_and_warned_about(home, capsys):
+    register_script("wordfreq-tokens", wordfreq.policy)
+    args = ["build", wordfreq.TASK, "--model", "scripted:wordfreq-tokens", "--json"]
+    assert main([*args, "--max-cost", "1"]) == 0  # nothing can stop it: the start says so
+    err = capsys.readouterr().err
+    assert "price of scripted:wordfreq-tokens is unknown" in err and "--max-tokens" in err
+    assert main([*args, "--max-tokens", "1500"]) == 1
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    assert summary["status"] == "stopped" and "--max-tokens 1500" in summary["reason"]
+    assert summary["tokens_in"] + summary["tokens_out"] <= 1500 and "warning" not in err
+    resumed = main(["build", "--resume", summary["run_id"], "--json"])
+    assert resumed == 0 and json.loads(capsys.readouterr().out)["status"] == "passed"
+
+
 def test_cadillac_build_command_with_json_and_runs_listing(home, capsys):
     register_script("wordfreq-cli", wordfreq.policy)
     code = main(["build", wordfreq.TASK, "--model", "scripted:wordfreq-cli", "--json"])

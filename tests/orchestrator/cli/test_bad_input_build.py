@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from orchestrator.cli import main
 from tests.fakes.openai_server import FakeOpenAI
@@ -372,7 +373,7 @@ def test_runs_list_shows_every_kind_of_run_with_its_status(home, capsys, tmp_pat
     assert json.loads(capsys.readouterr().out)["date"] == "2020-01-02"
 
 
-def test_runs_list_says_a_matrix_without_an_end_is_unfinished(home, capsys):
+def test_runs_list_tells_a_killed_matrix_run_from_a_running_one(home, capsys):
     args = ["matrix", "run", "--matrix", str(SMALL), "--model", WORDS, "--no-learn", "--json"]
     assert main(args) == 0
     matrix_id = "matrix-" + json.loads(capsys.readouterr().out)["id"]
@@ -386,8 +387,12 @@ def test_runs_list_says_a_matrix_without_an_end_is_unfinished(home, capsys):
     (home / "runs" / "improve-20200101-000000-eeeeee" / "summary.json").write_bytes(b"\xff")
 
     rows = {r["run_id"]: r for r in listed(capsys)}
-    assert rows[matrix_id]["status"] == "unfinished"
-    assert rows["matrix-20200101-000000-cccccc"]["status"] == "unfinished"
+    assert rows[matrix_id]["status"] == "interrupted" and "killed" in rows[matrix_id]["reason"]
+    assert rows["matrix-20200101-000000-cccccc"]["status"] == "interrupted"
+    held = FileLock(str(home / "runs" / matrix_id / "run.lock"))
+    with held:  # a matrix run in progress holds its folder's lock
+        rows = {r["run_id"]: r for r in listed(capsys)}
+        assert rows[matrix_id]["status"] == "running"
     assert rows["improve-20200101-000000-dddddd"]["status"] == "unreadable"
     assert rows["improve-20200101-000000-dddddd"]["reason"] == "summary.json: missing"
     assert rows["improve-20200101-000000-eeeeee"]["status"] == "unreadable"

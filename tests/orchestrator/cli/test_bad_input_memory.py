@@ -346,3 +346,17 @@ def test_22_budgets_without_history_name_the_home(capsys, home):
     assert err == (
         f"cadillac: warning: {home} has no phase_budgets.jsonl: every phase gets its default\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (("runs", "--json"), "runs needs a command before its options: list, show (e.g."),
+        (("matrix", "--repeats", "2"), "matrix needs a command before its options: run (e.g."),
+        (("schedule", "--at", "03:00"), "schedule needs a command before its options: print,"),
+        (("--json",), "cadillac needs a command before its options: memory, budgets, build"),
+    ],
+)  # fmt: skip
+def test_21_every_command_group_says_to_name_its_command_first(capsys, argv, says):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and one_error_line(err) and says in err, err

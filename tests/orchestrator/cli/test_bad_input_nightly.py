@@ -16,13 +16,12 @@ import pytest
 from orchestrator.cli import build_parser, main
 from orchestrator.improve.records import ImproveSummary, IterationRecord
 from orchestrator.nightly.records import NightlyRecord, parse_duration
+from tests.orchestrator.nightly.test_nightly import nightly_args
 
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = ROOT / "tests" / "fixtures" / "matrix_small"
-LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"
 BUILDER = "scripted:tests.fakes.improve_policies:sentence_builder"
 QUICK = "scripted:tests.fakes.improve_policies:never_plans"
-IMPROVER = "scripted:tests.fakes.improve_policies:digit_improver"
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -35,25 +34,6 @@ def one_error_line(err: str) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("cadillac: error: "), err
     return lines[0]
-
-
-def nightly(repo: Path, *extra: str) -> list[str]:
-    return [
-        "nightly",
-        "--matrix",
-        str(LIFT),
-        "--model",
-        BUILDER,
-        "--improver-model",
-        IMPROVER,
-        "--repo",
-        str(repo),
-        "--iterations",
-        "1",
-        "--repeats",
-        "2",
-        *extra,
-    ]
 
 
 def nothing_made(home: Path) -> None:
@@ -88,11 +68,11 @@ def test_9_a_nightly_that_cannot_run_makes_no_run_folder(case, home, repo, tmp_p
     plain = tmp_path / "plain"
     plain.mkdir()
     argv = {
-        "bad model": nightly(repo, "--model", "nosuch/model"),
-        "not a git checkout": nightly(plain),
-        "no such matrix": nightly(repo, "--matrix", str(tmp_path / "nope")),
-        "too few train tasks": nightly(repo, "--matrix", str(SMALL)),
-        "bad improver": nightly(repo, "--improver-model", "nosuch/improver"),
+        "bad model": nightly_args(repo, "--model", "nosuch/model"),
+        "not a git checkout": nightly_args(plain),
+        "no such matrix": nightly_args(repo, "--matrix", str(tmp_path / "nope")),
+        "too few train tasks": nightly_args(repo, "--matrix", str(SMALL)),
+        "bad improver": nightly_args(repo, "--improver-model", "nosuch/improver"),
     }[case]
     code, out, err = run(capsys, *argv)
     assert code == 1
@@ -104,7 +84,9 @@ def test_9_a_nightly_that_cannot_run_makes_no_run_folder(case, home, repo, tmp_p
 
 def test_9_a_bad_nightly_does_not_create_a_missing_home(repo, tmp_path, capsys):
     fresh = tmp_path / "fresh-home"
-    code, out, err = run(capsys, *nightly(repo, "--model", "nosuch/model", "--home", str(fresh)))
+    code, out, err = run(
+        capsys, *nightly_args(repo, "--model", "nosuch/model", "--home", str(fresh))
+    )
     assert code == 1 and "nosuch/model" in one_error_line(err)
     assert not fresh.exists()
 
@@ -288,7 +270,7 @@ def test_18_nightly_and_improve_read_the_same_durations(text, seconds):
 @pytest.mark.parametrize("text", ["0", "-1h", "0m", "-5", "banana", "1e999"])
 @pytest.mark.parametrize("command", ["nightly", "improve"])
 def test_18_a_time_budget_of_0_or_less_is_one_line(command, text, home, repo, capsys):
-    argv = nightly(repo) if command == "nightly" else ["improve", "--model", BUILDER]
+    argv = nightly_args(repo) if command == "nightly" else ["improve", "--model", BUILDER]
     argv = [command, *argv[1:]]
     code, out, err = run(capsys, *argv, "--time-budget", text)
     line = one_error_line(err)

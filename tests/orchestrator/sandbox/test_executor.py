@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -151,6 +153,28 @@ def test_background_leftovers_are_killed_when_the_command_ends(ws: Path, sandbox
     result = run_command(f"sleep {marker} & echo spawned", ws, config)
     assert result.ok and result.output == "spawned\n"
     assert time.monotonic() - start < 5
+    assert _wait_until(lambda: not _running_with(f"sleep {marker}"))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_signal_while_a_command_starts_still_kills_it(ws: Path, sandbox: str, sig, monkeypatch):
+    """Ctrl-C (or SIGTERM, which cadillac turns into it) landing inside Popen, after the
+    fork: before the fix the command ran on with nothing left to kill it by."""
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    start = subprocess.Popen._execute_child
+
+    def then_signal(self, *args, **kwargs):
+        start(self, *args, **kwargs)
+        signal.raise_signal(sig)  # handled at the next bytecode, still inside Popen
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", then_signal)
+    marker = f"{41 + os.getpid() % 1000 / 1000:.3f}"
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_command(f"sleep {marker}", ws, ExecConfig(sandbox=sandbox), timeout_s=60)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     assert _wait_until(lambda: not _running_with(f"sleep {marker}"))
 
 
