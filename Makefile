@@ -24,6 +24,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/recall_quality.py
 	$(BIN)/python benchmarks/bench_memory.py
+	$(BIN)/python benchmarks/bench_index.py
 
 clean:
 	rm -rf $(VENV) runs/demo-home .pytest_cache .ruff_cache

@@ -2,7 +2,9 @@
 # `make demo`: a real `cadillac build`, offline. The model's turns are a recorded session
 # (examples/wordfreq/session.llm.jsonl, written by hand as a scripted policy and recorded
 # through a real build); everything else runs for real: the workspace, the tools, the
-# sandboxed commands, the phase checks, the tests, reflection, lessons and budgets.
+# sandboxed commands, the phase checks, the tests, reflection, lessons and budgets. Then
+# `cadillac iterate` makes the next version of the project (a recorded session too):
+# a change on its own branch, with the project's tests kept, and a patch.
 # To run the same task on a real model, replace the --model value, e.g.
 #   cadillac build "$TASK" --model anthropic/claude-sonnet-4-5
 set -euo pipefail
@@ -29,7 +31,14 @@ step cadillac runs list
 step ls "$home/runs/$run_id" "$home/runs/$run_id/workspace"
 step "$home/runs/$run_id/workspace/.venv/bin/python" "$home/runs/$run_id/workspace/wordfreq.py" \
     "$home/runs/$run_id/workspace/sample.txt" --top 3
+ITERATE=$(python -c 'import sys; sys.path.insert(0, "examples/wordfreq"); import policy; print(policy.ITERATE)')
+step cadillac iterate "$run_id" "$ITERATE" --model "replay:examples/wordfreq/iterate.llm.jsonl"
+next_id=$(cadillac runs list --json | python -c 'import json, sys; print(json.load(sys.stdin)[0]["run_id"])')
+step cat "$home/runs/$next_id/changes.patch"
+step "$home/runs/$next_id/workspace/.venv/bin/python" "$home/runs/$next_id/workspace/wordfreq.py" \
+    "$home/runs/$next_id/workspace/sample.txt" --top 3 --min-length 4
+step cadillac index search "count words" --path "$home/runs/$next_id/workspace"
 step cadillac memory stats
 step cadillac budgets --tags python
 echo
-echo "done: the run is in $home/runs/$run_id (events.jsonl, llm.jsonl, summary.json, workspace/)"
+echo "done: the build is in $home/runs/$run_id, its next version (iterate) in $home/runs/$next_id"

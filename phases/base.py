@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from orchestrator.sandbox.executor import CommandResult
 from orchestrator.sandbox.files import read_regular, what_is
 from orchestrator.sandbox.workspace import Workspace
+from phases.suite import SuiteInventory, inventory
 
 PROMPTS = Path(__file__).parent
 
@@ -76,12 +77,26 @@ Runner = Callable[..., CommandResult]
 
 
 @dataclass
+class Baseline:
+    """The project an enhance build started from, as the checks hold the change to it."""
+
+    test_command: str | None
+    """The project's own test command (found in its configuration, or given by the user)."""
+    suite: SuiteInventory
+    """Its tests and skip markers before the change: none may be lost."""
+    dependency_files: dict[str, str]
+    """Dependency file -> its sha256 before the change (the deps phase runs when one differs)."""
+
+
+@dataclass
 class PhaseContext:
     task: str
     workspace: Workspace
     run: Runner
     cache_dir: Path | None = None
     """Where phases may keep reusable things between builds (a template virtual env)."""
+    baseline: Baseline | None = None
+    """Set when the build changes an existing project (``cadillac enhance``, ``iterate``)."""
 
     def plan(self) -> Plan:
         """The validated plan.json (raises PlanError)."""
@@ -169,3 +184,22 @@ class PlanPhase:
         except PlanError as exc:
             return CheckResult(passed=False, summary=str(exc))
         return self.check_fn(ctx, plan)
+
+
+def suite_kept(ctx: PhaseContext) -> CheckResult | None:
+    """For an enhance build: the project's own tests all still there, none newly skipped,
+    and its own test command passing; a failing CheckResult, or None."""
+    base = ctx.baseline
+    if base is None:
+        return None
+    lost = base.suite.weakened_by(inventory(ctx.workspace.root))
+    if lost:
+        return CheckResult(
+            passed=False,
+            summary="the project's own tests were weakened: " + "; ".join(lost[:3]),
+            details="Every test the project had must still exist, under its name, and run: "
+            "restore them (fix the code, not the tests).\n" + "\n".join(lost),
+        )
+    if base.test_command:
+        return run_step(ctx, "the project's own test command", base.test_command, 600)
+    return None

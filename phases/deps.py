@@ -26,7 +26,11 @@ from phases.base import CheckResult, PhaseContext, Plan, PlanPhase, run_step
 
 def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
     root = ctx.workspace.root
-    declared = [n for n in DEPENDENCY_FILES if n in plan.files and what_is(root / n) is None]
+    listed = plan.files if ctx.baseline is None else DEPENDENCY_FILES  # a project has its own
+    declared = [n for n in DEPENDENCY_FILES if n in listed and what_is(root / n) is None]
+    if not declared and ctx.baseline is not None:
+        failed = ensure_venv(ctx, root)
+        return failed or CheckResult(passed=True, summary="no dependency file: .venv made")
     if not declared:
         return CheckResult(
             passed=False,
@@ -37,7 +41,7 @@ def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
     if failed is not None:
         return failed
     try:
-        steps = install_steps(root, plan.files, plan.dependencies)
+        steps = install_steps(root, declared, plan.dependencies)
     except (InstallError, UnicodeDecodeError, OSError) as exc:
         return CheckResult(passed=False, summary=f"cannot install from {declared[0]}: {exc}")
     for step in steps:

@@ -1,4 +1,5 @@
-"""validate: the tests and the smoke run pass again, after the model's last review.
+"""validate: the tests and the smoke run pass again, after the model's last review (and, for
+a change to an existing project, its own suite as it was).
 
 A benchmark task's hidden acceptance checks are not run here: the matrix scores them
 after the build (:mod:`orchestrator.bench.scoring`), out of the model's sight.
@@ -6,13 +7,15 @@ after the build (:mod:`orchestrator.bench.scoring`), out of the model's sight.
 
 from __future__ import annotations
 
-from phases.base import CheckResult, PhaseContext, Plan, PlanPhase, run_step
+from phases.base import CheckResult, PhaseContext, Plan, PlanPhase, run_step, suite_kept
 from phases.integrate import RUN_TIMEOUT_S
 
 
 def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
-    failed = run_step(ctx, "the test command", plan.test_command, timeout_s=600) or run_step(
-        ctx, "the run command", plan.run_command, timeout_s=RUN_TIMEOUT_S
+    failed = (
+        suite_kept(ctx)
+        or run_step(ctx, "the test command", plan.test_command, timeout_s=600)
+        or run_step(ctx, "the run command", plan.run_command, timeout_s=RUN_TIMEOUT_S)
     )
     if failed is not None:
         return failed

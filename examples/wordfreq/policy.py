@@ -217,3 +217,106 @@ def policy(messages: list[dict], tools: list[dict] | None):
     turns = TURNS[phase](_lesson_ids(system))
     taken = sum(1 for m in messages if m["role"] == "assistant")
     return {"tool_calls": turns[min(taken, len(turns) - 1)]}
+
+
+# ---------------------------------------------------------------- the next version: iterate
+ITERATE = (
+    "Add a --min-length N option to wordfreq: words shorter than N letters are not counted "
+    "(default 1), with a unit test"
+)
+
+ITERATE_PLAN = {
+    "summary": "wordfreq gains --min-length: words shorter than N letters are not counted",
+    "stack": ["python", "unittest"],
+    "files": ["wordfreq.py", "tests/test_wordfreq.py", "README.md"],
+    "dependencies": [],
+    "test_command": "python -m unittest discover -s tests -v",
+    "run_command": "python wordfreq.py sample.txt --top 3 --min-length 4",
+}
+
+OLD_COUNT = '''def count_words(text):
+    """Map each lower-cased word to its count."""
+    return Counter(w.strip("'") for w in WORD.findall(text.lower()) if w.strip("'"))'''
+NEW_COUNT = '''def count_words(text, min_length=1):
+    """Map each lower-cased word of at least min_length letters to its count."""
+    words = (w.strip("'") for w in WORD.findall(text.lower()))
+    return Counter(w for w in words if w and len(w) >= min_length)'''
+OLD_ARG = (
+    '    parser.add_argument("--top", type=int, default=10, help="how many words (default 10)")\n'
+)
+NEW_ARG = (
+    OLD_ARG
+    + """    parser.add_argument(
+        "--min-length", type=int, default=1, help="ignore words shorter than this (default 1)"
+    )
+"""
+)
+NEW_TEST = """    def test_short_words_can_be_left_out(self):
+        self.assertEqual(dict(count_words("a bb ccc bb", min_length=2)), {"bb": 2, "ccc": 1})
+
+
+class MainTest(unittest.TestCase):"""
+
+ITERATE_TURNS = {
+    "plan": [
+        [
+            call("read_file", path="wordfreq.py"),
+            call("read_file", path="tests/test_wordfreq.py"),
+        ],
+        [
+            call(
+                "write_file",
+                path="PLAN.md",
+                content="# --min-length\n\ncount_words gains min_length; main gains "
+                "--min-length; one new unit test; README documents the option.\n",
+            ),
+            call("write_file", path="plan.json", content=json.dumps(ITERATE_PLAN, indent=2)),
+        ],
+        [finish("plan.json lists the three files the change touches")],
+    ],
+    "deps": [[finish("no dependency changes")]],
+    "scaffold": [[finish("every file to change exists")]],
+    "build": [
+        [
+            call("edit_file", path="wordfreq.py", old=OLD_COUNT, new=NEW_COUNT),
+            call("edit_file", path="wordfreq.py", old=OLD_ARG, new=NEW_ARG),
+            call(
+                "edit_file",
+                path="wordfreq.py",
+                old="top_words(count_words(text), args.top)",
+                new="top_words(count_words(text, args.min_length), args.top)",
+            ),
+            call(
+                "edit_file",
+                path="tests/test_wordfreq.py",
+                old="\n\nclass MainTest(unittest.TestCase):",
+                new="\n" + NEW_TEST,
+            ),
+            call(
+                "edit_file",
+                path="README.md",
+                old="prints the N most frequent words.\n",
+                new="prints the N most frequent words.\n`--min-length M` leaves out words "
+                "shorter than M letters.\n",
+            ),
+        ],
+        [call("run", command="python -m unittest discover -s tests", timeout_s=60)],
+        [finish("--min-length implemented and tested; the old tests still pass")],
+    ],
+    "integrate": [
+        [call("run", command="python wordfreq.py sample.txt --top 3 --min-length 4")],
+        [finish("the CLI prints only words of four letters or more")],
+    ],
+    "validate": [[finish("tests and smoke run pass")]],
+}
+
+
+def iterate_policy(messages: list[dict], tools: list[dict] | None):
+    """The model's turns for ITERATE, a change to the project ``policy`` built."""
+    system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+    if not tools:
+        return "NONE"
+    phase = re.search(r"^# Phase: (\w+)", system, flags=re.M).group(1)
+    turns = ITERATE_TURNS[phase]
+    taken = sum(1 for m in messages if m["role"] == "assistant")
+    return {"tool_calls": turns[min(taken, len(turns) - 1)]}

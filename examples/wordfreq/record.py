@@ -5,8 +5,10 @@
 Builds the demo task in a temporary home seeded with the bundled lesson corpus
 (as `make demo` is), with the hand-written policy in policy.py as the model,
 and writes the responses of its llm.jsonl to session.llm.jsonl (requests are
-dropped: a replay needs only the answers). Run it again whenever a change to
-the phases or tools changes what a build asks of the model.
+dropped: a replay needs only the answers); then iterates on the result with
+iterate_policy (the --min-length change) and keeps that session as
+iterate.llm.jsonl. Run it again whenever a change to the phases or tools changes
+what a build asks of the model.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from policy import TASK, policy  # noqa: E402
+from policy import ITERATE, TASK, iterate_policy, policy  # noqa: E402
 
 from orchestrator.build.agent import BuildConfig, Builder  # noqa: E402
 from orchestrator.home import Home  # noqa: E402
@@ -42,13 +44,24 @@ def main() -> None:
         summary = builder.build()
         if summary.status != "passed":
             raise SystemExit(f"the scripted build did not pass: {summary.reason}")
-        out = HERE / "session.llm.jsonl"
-        with out.open("w") as fh:
-            for line in builder.run.llm_path.read_text().splitlines():
-                record = json.loads(line)
-                record.pop("request", None)
-                fh.write(json.dumps(record) + "\n")
-        print(f"recorded {summary.llm_calls} responses to {out}")
+        _keep(builder.run.llm_path, HERE / "session.llm.jsonl", summary.llm_calls)
+        model = register_script("wordfreq-iterate", iterate_policy)
+        config = BuildConfig(llm=LLMConfig(model=model))
+        child = Builder.enhance(home, config, ITERATE, builder.run.workspace, parent=builder.run.id)
+        summary = child.build()
+        if summary.status != "passed":
+            raise SystemExit(f"the scripted iterate did not pass: {summary.reason}")
+        _keep(child.run.llm_path, HERE / "iterate.llm.jsonl", summary.llm_calls)
+
+
+def _keep(log: Path, out: Path, calls: int) -> None:
+    """The responses of a run's llm.jsonl (a replay needs only the answers)."""
+    with out.open("w") as fh:
+        for line in log.read_text().splitlines():
+            record = json.loads(line)
+            record.pop("request", None)
+            fh.write(json.dumps(record) + "\n")
+    print(f"recorded {calls} responses to {out}")
 
 
 if __name__ == "__main__":

@@ -61,7 +61,12 @@ def run_one(
         return out
     started = time.time()
     try:
-        builder = Builder.start(home, config, task.prompt, learning=learning, stop=stop)
+        if task.kind == "enhance":  # a change to the task's starting project, copied
+            builder = Builder.enhance(
+                home, config, task.prompt, task.repo, learning=learning, stop=stop
+            )
+        else:
+            builder = Builder.start(home, config, task.prompt, learning=learning, stop=stop)
         out.run_id = builder.run.id
         summary = builder.build()
     except KeyboardInterrupt:  # in a worker thread: only the stop event raises it

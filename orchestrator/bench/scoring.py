@@ -44,6 +44,7 @@ from orchestrator.bench.tasks import MatrixTask
 from orchestrator.sandbox.executor import ExecConfig, run_command
 from orchestrator.sandbox.files import copy_tree
 from orchestrator.sandbox.installs import (
+    DEPENDENCY_FILES,
     INSTALL_TIMEOUT_S,
     InstallError,
     install_steps,
@@ -132,7 +133,7 @@ def score_build(
     folder.mkdir(parents=True)
     project = folder / "project"
     copied = copy_tree(workspace, project, skip_dirs=SKIP_DIRS)
-    broken = _set_up(project, executor, cache_dir)
+    broken = _set_up(project, executor, cache_dir, every_file=task.kind == "enhance")
     if broken:
         return Score(verdict="broken", failures=broken, skipped=copied.skipped)
     checks, last = folder / "checks", folder / "last"
@@ -170,11 +171,17 @@ def score_build(
     )
 
 
-def _set_up(project: Path, executor: ExecConfig, cache_dir: Path | None) -> str:
-    """A fresh environment with the declared dependencies; "" or why it cannot be made."""
+def _set_up(
+    project: Path, executor: ExecConfig, cache_dir: Path | None, every_file: bool = False
+) -> str:
+    """A fresh environment with the declared dependencies; "" or why it cannot be made.
+
+    A build's plan declares its dependency files; a changed project (``every_file``) has
+    its own, which its plan need not list when the change leaves them alone."""
     try:
         plan = load_plan(project)
-        steps = install_steps(project, plan.files, plan.dependencies)
+        declared = DEPENDENCY_FILES if every_file else plan.files
+        steps = install_steps(project, declared, plan.dependencies)
     except (PlanError, InstallError, OSError, UnicodeDecodeError) as exc:
         return f"the project cannot be set up: {exc}"
     failed = make_venv(project / ".venv", cache_dir)

@@ -1,8 +1,11 @@
-"""A benchmark matrix on disk: a folder of build tasks, each with its hidden checks.
+"""A benchmark matrix on disk: a folder of tasks, each with its hidden checks.
 
-A task is a folder holding ``task.toml`` (id, prompt, tags, split, weight, timeout_s)
-and ``acceptance/`` (test files the model never sees). :func:`load_matrix` reads and
-validates every task of a folder and names the file that is wrong when one is.
+A task is a folder holding ``task.toml`` (id, kind, prompt, tags, split, weight,
+timeout_s) and ``acceptance/`` (test files the model never sees). A ``build`` task (the
+default kind) starts from an empty folder; an ``enhance`` task changes an existing
+project, the one in its ``repo/`` folder, which only enhance tasks have. :func:`load_matrix`
+reads and validates every task of a folder and names the file or folder that is wrong
+when one is.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from orchestrator.errors import CadillacError
 
 DEFAULT_MATRIX = SOURCE_ROOT / "matrices" / "default"
 Split = Literal["train", "holdout"]
+Kind = Literal["build", "enhance"]
 
 
 class MatrixTask(BaseModel):
@@ -26,6 +30,8 @@ class MatrixTask(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1)
+    kind: Kind = "build"
+    """``build``: from an empty folder; ``enhance``: a change to the project in ``repo/``."""
     prompt: str = Field(min_length=1)
     tags: list[str] = Field(default_factory=list)
     split: Split = "train"
@@ -36,6 +42,11 @@ class MatrixTask(BaseModel):
     @property
     def dir(self) -> Path:
         return self._dir
+
+    @property
+    def repo(self) -> Path:
+        """The starting project of an enhance task (absent for a build task)."""
+        return self.dir / "repo"
 
 
 def load_matrix(folder: Path, require_checks: bool = True) -> list[MatrixTask]:
@@ -66,7 +77,20 @@ def load_matrix(folder: Path, require_checks: bool = True) -> list[MatrixTask]:
         if require_checks and not (toml.parent / "acceptance").is_dir():
             raise CadillacError(f"{toml.parent}: no acceptance/ folder")
         task._dir = toml.parent
+        _check_repo(task)
         tasks.append(task)
     if not tasks:
         raise CadillacError(f"matrix {folder} holds no */task.toml")
     return tasks
+
+
+def _check_repo(task: MatrixTask) -> None:
+    """An enhance task has a starting project in repo/; a build task has no repo/."""
+    has_repo = task.repo.is_dir() and any(p.is_file() for p in task.repo.rglob("*"))
+    if task.kind == "enhance" and not has_repo:
+        raise CadillacError(f"{task.dir}: an enhance task needs repo/ with the starting project")
+    if task.kind == "build" and (task.repo.exists() or task.repo.is_symlink()):
+        raise CadillacError(
+            f"{task.dir}: a build task starts from an empty folder and has no repo/; "
+            'set kind = "enhance" in task.toml, or remove repo/'
+        )

@@ -18,11 +18,14 @@ it happens, and the summary is rewritten after each phase.
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 import threading
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,21 +33,32 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory import MemoryStore, PhaseBudgets, format_for_prompt
 from memory.tags import infer_tags_from_text, stack_tags
 from orchestrator import __version__
+from orchestrator.build import source as sources
 from orchestrator.build.context import compact
+from orchestrator.build.knowledge import Knowledge
 from orchestrator.build.learning import HomeLearning, Learning
 from orchestrator.build.prompt import opening
 from orchestrator.build.reflect import PhaseRecord, reflect
-from orchestrator.build.runs import PhaseSummary, Run, RunSummary, TaskRecord, new_run_id
+from orchestrator.build.runs import (
+    BaselineRecord,
+    PhaseSummary,
+    Run,
+    RunSummary,
+    TaskRecord,
+    new_run_id,
+)
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.llm.client import LLMClient, LLMConfig, ModelError, ToolCall, check_model
 from orchestrator.sandbox.executor import ExecConfig, check_sandbox, run_command
-from orchestrator.sandbox.installs import project_env
+from orchestrator.sandbox.files import UnsafeFile, read_regular, what_is
+from orchestrator.sandbox.installs import DEPENDENCY_FILES, project_env
 from orchestrator.sandbox.workspace import Workspace
 from orchestrator.tools.box import FinishRequest, ToolBox
 from orchestrator.tools.schema import TOOLS
 from phases import DEFAULT_ROUNDS, PHASES, load_phases
-from phases.base import Phase, PhaseContext, PlanError, load_plan
+from phases.base import Baseline, Phase, PhaseContext, PlanError, load_plan, read_prompt
+from phases.suite import discover_test_command, inventory
 
 NUDGE = "Reply with tool calls: work with the tools, then call finish_phase when the phase is done."
 
@@ -134,8 +148,18 @@ class Builder:
         on_progress: Callable[[Progress], None] | None = None,
         learning: Learning | None = None,
         stop: threading.Event | None = None,
+        record: TaskRecord | None = None,
     ):
         self.home, self.config, self.task, self.run = home, config, task, run
+        self.record = record or run.task()
+        self.source = self.record.source
+        """Set for a change to an existing project: where it came from, where it goes."""
+        base = self.record.baseline
+        self.baseline = (
+            None
+            if base is None
+            else Baseline(base.test_command, base.suite, dict(base.dependency_files))
+        )
         self.stop = stop or threading.Event()
         """Set by whoever runs this build to stop it: its commands die, its loop ends."""
         self.on_progress = on_progress or (lambda p: None)
@@ -152,15 +176,27 @@ class Builder:
         self.workspace = Workspace(run.workspace)
         self.venv_bin = run.workspace / ".venv" / "bin"
         self.env = project_env(run.workspace)
+        self.knowledge = Knowledge(
+            run.workspace,
+            run.dir / "index",
+            home.runs_dir,
+            self.store,
+            task,
+            run.id,
+            on_error=lambda message: self.emit("knowledge_error", error=message[:500]),
+        )
         self.toolbox = ToolBox(
             self.workspace,
             config.executor,
             path_prefix=[self.venv_bin],
             env=self.env,
             stop=self.stop,
+            knowledge=self.knowledge.answer,
         )
         self.phases = load_phases()
-        self.summary = run.summary() or RunSummary(run_id=run.id, task=task, model=config.llm.model)
+        self.summary = run.summary() or RunSummary(
+            run_id=run.id, task=task, model=config.llm.model, kind=self.record.kind
+        )
         self.tags = sorted(stack_tags(infer_tags_from_text(task)))
         # the improve cycle's lessons about cadillac itself are for the improver alone
         recalled = self.store.recall(task, limit=config.recall_limit, exclude_tags=("self",))
@@ -189,7 +225,41 @@ class Builder:
             cadillac_version=__version__,
             config=config.model_dump(mode="json", exclude={"llm": {"api_key"}}),
         )
-        return cls(home, config, task, Run.create(home.runs_dir, record), **kw)
+        return cls(home, config, task, Run.create(home.runs_dir, record), record=record, **kw)
+
+    @classmethod
+    def enhance(
+        cls,
+        home: Home,
+        config: BuildConfig,
+        instruction: str,
+        path: Path,
+        *,
+        test_command: str | None = None,
+        parent: str | None = None,
+        **kw,
+    ) -> Builder:
+        """A build that changes the project at ``path`` (a git repository or a folder; for
+        ``iterate``, the workspace of the run ``parent``); see :mod:`orchestrator.build.source`."""
+        cls.preflight(config)
+        record = TaskRecord(
+            run_id=new_run_id(),
+            task=instruction,
+            kind="enhance",
+            cadillac_version=__version__,
+            config=config.model_dump(mode="json", exclude={"llm": {"api_key"}}),
+        )
+        run = Run.create(home.runs_dir, record)
+        try:
+            record.source = sources.prepare(path, run.workspace, run.dir, run.id, parent)
+            record.baseline = baseline_of(run.workspace, test_command)
+            run.save_task(record)
+        except BaseException:
+            if record.source is not None:
+                sources.discard(record.source, run.workspace)
+            shutil.rmtree(run.dir, ignore_errors=True)
+            raise
+        return cls(home, config, instruction, run, record=record, **kw)
 
     @classmethod
     def resume(cls, home: Home, config: BuildConfig, run_id: str, **kw) -> Builder:
@@ -201,7 +271,8 @@ class Builder:
             lock.release()
             raise NothingToResume(f"run {run_id} already passed: nothing to resume")
         try:
-            builder = cls(home, config, run.task().task, run, **kw)
+            record = run.task()
+            builder = cls(home, config, record.task, run, record=record, **kw)
         except BaseException:  # an unreadable task.json, a model that cannot be opened
             lock.release()
             raise
@@ -237,8 +308,12 @@ class Builder:
         )
         try:
             for name in (p for p in PHASES if p not in done):
-                result = self.run_phase(name, budgets[name].rounds)
+                result = self._unchanged_deps() if name == "deps" else None
+                result = result or self.run_phase(name, budgets[name].rounds)
                 s.phases.append(result)
+                if result.outcome == "passed" and self.source is not None:
+                    self._record_change(result)
+                self.knowledge.refresh()  # the next phase's search sees what this one wrote
                 self._save()
                 if result.outcome != "passed":
                     s.status, s.reason = "failed", f"{name}: {result.outcome} ({result.check})"
@@ -342,16 +417,79 @@ class Builder:
     # ------------------------------------------------------------------ around the loop
     def _phase_run(self, name: str, budget: int) -> PhaseRun:
         phase = self.phases[name]
-        ctx = PhaseContext(
-            self.task, self.workspace, self._run_command, cache_dir=self.home.root / ".cache"
-        )
+        ctx = self._context()
         result = PhaseSummary(phase=name, outcome="budget_exhausted", budget=budget)
-        messages = opening(phase, self.task, self.workspace, self.summary.phases, self.lessons_text)
+        messages = opening(
+            phase,
+            self.task,
+            self.workspace,
+            self.summary.phases,
+            self.lessons_text,
+            existing=self._existing_project(),
+        )
 
         def emit(kind: str, **fields) -> None:
             self.emit(kind, phase=name, round=result.rounds, **fields)
 
         return PhaseRun(phase, ctx, result, messages, PhaseRecord(self.task, name), emit)
+
+    def _context(self) -> PhaseContext:
+        return PhaseContext(
+            self.task,
+            self.workspace,
+            self._run_command,
+            cache_dir=self.home.root / ".cache",
+            baseline=self.baseline,
+        )
+
+    # ------------------------------------------------------------------ changing a project
+    def _existing_project(self) -> str:
+        """What an enhance build's phases are told about the project they change."""
+        if self.source is None:
+            return ""
+        base = self.baseline
+        parts = [read_prompt("enhance")]
+        if self.source.parent_run:
+            parts.append(f"The project is the result of cadillac run {self.source.parent_run}.")
+        if base is not None:
+            command = base.test_command or "none found: plan.json's test_command must run them"
+            parts.append(
+                f"The project's own test command: {command}; its tests: "
+                f"{base.suite.count()} in {len(base.suite.tests)} file(s)."
+            )
+        digest = self.knowledge.refresh().digest
+        if digest:
+            parts.append("An overview of the project (knowledge digest):\n" + digest)
+        return "\n\n".join(parts)
+
+    def _unchanged_deps(self) -> PhaseSummary | None:
+        """An enhance build whose dependency files are as they were, and whose plan does not
+        list one to change, gets its deps phase from cadillac alone: the project's own
+        dependencies installed, no model rounds. None when the model must do the phase."""
+        if self.baseline is None:
+            return None
+        try:
+            planned = set(load_plan(self.run.workspace).files)
+        except PlanError:
+            return None
+        now = dependency_hashes(self.run.workspace)
+        if now != self.baseline.dependency_files or planned & set(DEPENDENCY_FILES):
+            return None
+        check = self.phases["deps"].check(self._context())
+        if not check.passed:
+            return None  # the model gets the phase, and this failure with it
+        self.emit("phase_end", phase="deps", outcome="passed", rounds=0, check=check.summary)
+        summary = f"{check.summary} (no dependency file changed: done without the model)"
+        return PhaseSummary(phase="deps", outcome="passed", budget=0, check=summary)
+
+    def _record_change(self, result: PhaseSummary) -> None:
+        """Commit what the phase changed on the build's branch; rewrite changes.patch."""
+        message = f"cadillac {self.run.id} {result.phase}: {result.finish_summary or result.check}"
+        head = sources.commit(self.source, self.run.workspace, message[:300])
+        stat = sources.write_patch(self.source, self.run.workspace, self.run.patch_path)
+        self.summary.branch = self.source.branch
+        self.summary.changed = sources.changed_files(self.source, self.run.workspace)
+        self.emit("commit", phase=result.phase, head=head, stat=stat.splitlines()[-1:] or [""])
 
     def _run_command(self, command: str, timeout_s: float | None = None, network: bool = False):
         """A command of a phase's check, with the workspace's virtual environment. Only
@@ -486,3 +624,24 @@ class Builder:
         s.tokens_in, s.tokens_out, s.cost_usd = t.tokens_in, t.tokens_out, t.cost_usd
         s.files = self.workspace.files()
         self.run.save_summary(s)
+
+
+def dependency_hashes(root: Path) -> dict[str, str]:
+    """Each dependency file at the top of ``root`` -> its sha256 (links are not read)."""
+    out = {}
+    for name in DEPENDENCY_FILES:
+        if what_is(root / name) is None:
+            try:
+                out[name] = hashlib.sha256(read_regular(root / name)).hexdigest()
+            except (UnsafeFile, OSError):
+                continue
+    return out
+
+
+def baseline_of(workspace: Path, test_command: str | None) -> BaselineRecord:
+    """The project as an enhance build finds it: its test command, tests, dependencies."""
+    return BaselineRecord(
+        test_command=test_command or discover_test_command(workspace),
+        suite=inventory(workspace),
+        dependency_files=dependency_hashes(workspace),
+    )

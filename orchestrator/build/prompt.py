@@ -22,9 +22,13 @@ def opening(
     workspace: Workspace,
     earlier: Sequence[PhaseSummary],
     lessons_text: str,
+    existing: str = "",
 ) -> list[dict]:
-    """The system and first user message of ``phase``."""
+    """The system and first user message of ``phase``; ``existing`` is what a change to an
+    existing project adds (``phases/enhance.md`` and the project's test command)."""
     system = read_prompt("system") + "\n\n" + phase.prompt()
+    if existing:
+        system += "\n\n" + existing
     if lessons_text:
         system += "\n\n" + lessons_text
     parts = [f"Task: {task}"]

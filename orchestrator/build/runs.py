@@ -27,12 +27,24 @@ from typing import Any, Literal, TypeVar
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field, ValidationError
 
+from orchestrator.build.source import Source
 from orchestrator.errors import CadillacError
+from phases.suite import SuiteInventory
 
 SCHEMA = 1
 PhaseOutcome = Literal["passed", "budget_exhausted", "error", "skipped"]
 RunStatus = Literal["running", "passed", "failed", "stopped", "interrupted"]
 """stopped: a cost or time limit ended it; interrupted: Ctrl-C, SIGTERM, or a killed process."""
+
+
+class BaselineRecord(BaseModel):
+    """The project an enhance build started from, as its checks hold the change to it."""
+
+    test_command: str | None = None
+    """The project's own test command: given with ``--test-cmd``, or found in its files."""
+    suite: SuiteInventory = Field(default_factory=SuiteInventory)
+    dependency_files: dict[str, str] = Field(default_factory=dict)
+    """Dependency file -> sha256 at the start."""
 
 
 class TaskRecord(BaseModel):
@@ -43,6 +55,11 @@ class TaskRecord(BaseModel):
     cadillac_version: str
     config: dict[str, Any]
     """The fully resolved build configuration (the API key is never written)."""
+    kind: Literal["build", "enhance"] = "build"
+    """``enhance``: a change to an existing project (``cadillac enhance`` and ``iterate``)."""
+    source: Source | None = None
+    """Where an enhance build's project came from and where its change is recorded."""
+    baseline: BaselineRecord | None = None
 
 
 class Event(BaseModel):
@@ -107,6 +124,13 @@ class RunSummary(BaseModel):
     files: list[str] = Field(default_factory=list)
     unsafe_no_sandbox: bool = False
     """The user ran the model's commands without a sandbox (``--unsafe-no-sandbox``)."""
+    kind: Literal["build", "enhance"] = "build"
+    branch: str | None = None
+    """An enhance build's branch, holding one commit per phase that changed something."""
+    changed: list[str] = Field(default_factory=list)
+    """The files an enhance build's change touches (``changes.patch`` holds it)."""
+    applied: str = ""
+    """What ``--apply`` did with the change, when it was asked to."""
 
 
 def new_run_id() -> str:
@@ -245,6 +269,15 @@ class Run:
         if not run.task_path.is_file():
             raise CadillacError(f"no run {run_id!r} in {runs_dir} (see 'cadillac runs list')")
         return run
+
+    def save_task(self, record: TaskRecord) -> None:
+        tmp = self.task_path.with_suffix(".json.tmp")
+        tmp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, self.task_path)
+
+    @property
+    def patch_path(self) -> Path:
+        return self.dir / "changes.patch"
 
     def task(self) -> TaskRecord:
         """The run's task.json (RunUnreadable when it cannot be read)."""

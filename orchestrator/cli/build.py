@@ -34,7 +34,6 @@ from orchestrator.cli.args import (
 from orchestrator.cli.config import build_config, utf8, warn_unused_api_base
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
-from orchestrator.llm.prices import cap_warning
 
 
 def add_parsers(commands) -> None:
@@ -104,8 +103,16 @@ def build(args: argparse.Namespace) -> int:
         warn_unused_api_base(args, config)
         home = Home.resolve(getattr(args, "home", None)).check(write=True)
         builder = Builder.start(home, config, task)
-    models = [endpoint.model for endpoint in config.llm.endpoints()]
-    warning = cap_warning(models, config.max_cost_usd, config.max_tokens)
+    return run_resumably(builder, args, home)
+
+
+def run_resumably(builder, args: argparse.Namespace, home: Home) -> int:
+    """Run the build as the command line asked (progress, or JSON); stopped by Ctrl-C or
+    SIGTERM, it says how to resume."""
+    from orchestrator.llm.prices import cap_warning
+
+    models = [endpoint.model for endpoint in builder.config.llm.endpoints()]
+    warning = cap_warning(models, builder.config.max_cost_usd, builder.config.max_tokens)
     if warning:
         output.err().print(f"[bold yellow]warning:[/] {warning}")
     try:

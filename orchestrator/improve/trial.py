@@ -194,10 +194,13 @@ class SandboxedMatrix:
 
     # ------------------------------------------------------------------ the trial
     def _public_matrix(self, public: Path) -> None:
-        """The matrix as a build may see it: each task's task.toml, no hidden checks."""
+        """The matrix as a build may see it: each task's task.toml (and an enhance task's
+        starting project, repo/), no hidden checks."""
         for task in self.tasks:
             (public / task.id).mkdir(parents=True)
             shutil.copy(task.dir / "task.toml", public / task.id / "task.toml")
+            if task.kind == "enhance":
+                shutil.copytree(task.repo, public / task.id / "repo", symlinks=True)
 
     def _frozen_home(self, home: Path) -> None:
         """The trial's home: the frozen memory and budgets, and a copy of the venv templates."""

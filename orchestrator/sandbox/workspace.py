@@ -178,7 +178,8 @@ class Workspace:
             dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
             base = Path(folder)
             for name in filenames:
-                found.append(self._rel(base / name))
+                if name != ".git":  # a worktree's pointer to its repository, not the project's
+                    found.append(self._rel(base / name))
             for name in dirnames:  # os.walk does not descend into symlinked folders
                 if (base / name).is_symlink():
                     found.append(self._rel(base / name))

@@ -9,6 +9,8 @@ What this module decides, and why:
   the model tries again.
 * ``run`` never has the network: the one command that may reach it is the dependency
   install of the deps phase's check, which the model does not run.
+* ``knowledge`` is read-only and answered by whoever runs the build (the code index and
+  the home's past runs live above this layer); it never fails a call.
 * ``finish_phase`` does not end anything here: it hands a :class:`FinishRequest` to the
   loop, which runs the phase's check.
 """
@@ -16,7 +18,7 @@ What this module decides, and why:
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -28,6 +30,7 @@ from orchestrator.tools.schema import (
     CallError,
     EditFile,
     FinishPhase,
+    Knowledge,
     ListFiles,
     ReadFile,
     Run,
@@ -63,8 +66,11 @@ class ToolBox:
         path_prefix: Sequence[Path] = (),
         env: Mapping[str, str] | None = None,
         stop: threading.Event | None = None,
+        knowledge: Callable[[str, str], str] | None = None,
     ):
         self.workspace = workspace
+        self.knowledge = knowledge
+        """Answers the read-only knowledge tool (the build's code index and its home's past)."""
         self.stop = stop
         """Once set, a running command is killed (cadillac was interrupted)."""
         self.exec_config = exec_config
@@ -122,6 +128,11 @@ class ToolBox:
             stop=self.stop,
         )
         return ToolOutcome(name="run", ok=result.ok, content=result.for_model(), command=result)
+
+    def _knowledge(self, args: Knowledge) -> str:
+        if self.knowledge is None:
+            return "knowledge is not available in this build; read the files instead"
+        return self.knowledge(args.action, args.query)
 
     def _finish_phase(self, args: FinishPhase) -> ToolOutcome:
         finish = FinishRequest(summary=args.summary, applied_lessons=args.applied_lessons)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -73,6 +73,24 @@ class Run(ToolArgs):
     timeout_s: float | None = Field(default=None, description="Time limit in seconds (optional).")
 
 
+KnowledgeAction = Literal["digest", "search", "symbol", "related", "tests", "episodes", "rejected"]
+
+
+class Knowledge(ToolArgs):
+    """Ask what cadillac knows, without changing anything: 'digest' (an overview of the
+    workspace's code), 'search' (symbols and files matching the query), 'symbol' (where a
+    name is defined, with its lines), 'related' (a file's imports, importers, tests and
+    files that change with it), 'tests' (the tests of a file or symbol), 'episodes'
+    (earlier runs on similar tasks and how they ended), 'rejected' (approaches known to
+    fail for similar tasks)."""
+
+    action: KnowledgeAction = Field(description="What to ask.")
+    query: str = Field(
+        default="",
+        description="Words, a name, or a path; optional for digest, episodes and rejected.",
+    )
+
+
 class FinishPhase(ToolArgs):
     """Say the phase's work is done; its check runs next and you hear back if it fails."""
 
@@ -88,6 +106,7 @@ ARGUMENTS: dict[str, type[ToolArgs]] = {
     "read_file": ReadFile,
     "list_files": ListFiles,
     "run": Run,
+    "knowledge": Knowledge,
     "finish_phase": FinishPhase,
 }
 """Tool name -> its arguments, in the order the model is shown them."""

@@ -223,3 +223,19 @@ def test_a_trial_whose_run_folders_lead_elsewhere_scores_nothing_and_removes_not
     assert (run.verdict, run.score) == ("broken", 0.0) and "link" in run.failure
     assert (real / run_id / "workspace" / ".venv" / "bin").is_dir()
     assert (real / run_id / "workspace" / "app.py").is_file()
+
+
+def test_a_trial_sees_an_enhance_tasks_starting_project_but_never_its_checks(home, tmp_path):
+    from orchestrator.improve.trial import SandboxedMatrix
+
+    enhance = Path(__file__).resolve().parents[3] / "matrices" / "enhance"
+    runner = SandboxedMatrix(Home(home), enhance, LLMConfig(model="scripted:x"))
+    public = tmp_path / "public"
+    runner._public_matrix(public)
+    for task in runner.tasks:
+        assert (public / task.id / "task.toml").is_file()
+        assert (public / task.id / "repo" / "README.md").is_file()
+        assert not (public / task.id / "acceptance").exists()
+    assert not list(public.rglob("test_*.py")) or all(
+        "repo" in p.relative_to(public).parts for p in public.rglob("test_*.py")
+    )

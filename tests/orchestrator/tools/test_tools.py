@@ -19,6 +19,7 @@ REQUIRED = {
     "read_file": ["path"],
     "list_files": [],
     "run": ["command"],
+    "knowledge": ["action"],
     "finish_phase": ["summary"],
 }
 

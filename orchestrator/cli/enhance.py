@@ -1,0 +1,147 @@
+"""``cadillac enhance`` and ``cadillac iterate``: a change to a project that exists.
+
+Both are builds (the six phases, their checks, learning) that start from a project
+instead of an empty folder; :mod:`orchestrator.build.source` decides where the work
+happens and where it goes. What is decided here: what the command line may point at (a
+folder that exists, outside the home; a run that passed), and that ``--apply`` touches
+the user's tree only after the build passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from orchestrator.cli import output
+from orchestrator.cli.args import command, model_options, sandbox_options, spend_options
+from orchestrator.cli.config import build_config, utf8, warn_unused_api_base
+from orchestrator.errors import CadillacError
+from orchestrator.home import Home
+
+
+def add_parsers(commands) -> None:
+    p = command(
+        commands,
+        "enhance",
+        "change an existing project (a git repository or a folder)",
+        model_options(),
+        sandbox_options(),
+        spend_options(),
+        run=enhance,
+    )
+    p.add_argument("path", metavar="PATH", help="the project: a git repository or a folder")
+    _change_options(p)
+    p.add_argument(
+        "--apply",
+        action="store_true",
+        help="once the build passed, bring the change into PATH (its tree must be clean)",
+    )
+
+    p = command(
+        commands,
+        "iterate",
+        "the next version of a project cadillac built: a change to a run's result",
+        model_options(),
+        sandbox_options(),
+        spend_options(),
+        run=iterate,
+    )
+    p.add_argument("run_id", metavar="RUN", help="a run that passed (see 'cadillac runs list')")
+    _change_options(p)
+
+
+def _change_options(p) -> None:
+    p.add_argument("instruction", metavar="INSTRUCTION", help='e.g. "add a --json flag"')
+    p.add_argument(
+        "--test-cmd",
+        metavar="CMD",
+        help="the project's own test command (default: found in its configuration)",
+    )
+    p.add_argument("--json", action="store_true", help="print only the summary, as JSON")
+
+
+def _instruction(args: argparse.Namespace) -> str:
+    text = utf8(args.instruction, "the instruction").strip()
+    if not text:
+        raise CadillacError('say what to change: cadillac enhance . "add a --json flag"')
+    if args.test_cmd is not None and not utf8(args.test_cmd, "--test-cmd").strip():
+        raise CadillacError("--test-cmd is empty: give the command that runs the tests")
+    return text
+
+
+def enhance(args: argparse.Namespace) -> int:
+    from orchestrator.build import source as sources
+    from orchestrator.build.agent import Builder
+    from orchestrator.cli.build import run_resumably
+
+    instruction = _instruction(args)
+    path = Path(utf8(args.path, "PATH")).expanduser()
+    if not path.is_dir() or path.is_symlink():
+        raise CadillacError(f"{path} is not a folder: give the project's folder")
+    path = path.resolve()
+    config = build_config(args)
+    Builder.preflight(config)
+    warn_unused_api_base(args, config)
+    home = Home.resolve(getattr(args, "home", None))
+    if home.root.resolve().is_relative_to(path):
+        raise CadillacError(
+            f"the cadillac home {home.root} is inside {path}, so its runs would land in the "
+            "project: give --home (or CADILLAC_HOME) a folder outside it"
+        )
+    home.check(write=True)
+    builder = Builder.enhance(home, config, instruction, path, test_command=args.test_cmd)
+    status = run_resumably(builder, args, home)
+    _report(builder, args)
+    if args.apply:
+        if builder.summary.status != "passed":
+            output.err().print("not applied: the build did not pass")
+            return status
+        done = sources.apply(builder.source, builder.run.workspace, builder.run.patch_path)
+        builder.summary.applied = done
+        builder.run.save_summary(builder.summary)
+        output.err().print(done)
+    return status
+
+
+def iterate(args: argparse.Namespace) -> int:
+    from orchestrator.build.agent import Builder
+    from orchestrator.build.runs import Run
+    from orchestrator.cli.build import run_resumably
+
+    instruction = _instruction(args)
+    run_id = utf8(args.run_id, "RUN").strip()
+    if not run_id:
+        raise CadillacError("the run id is empty: give one from 'cadillac runs list'")
+    home = Home.resolve(getattr(args, "home", None)).check()
+    parent = Run.open(home.runs_dir, run_id)
+    summary = parent.summary()
+    if summary is None or summary.status != "passed":
+        status = "not ended" if summary is None else summary.status
+        raise CadillacError(
+            f"run {run_id} did not pass ({status}): iterate continues a passed run "
+            f"(resume it with 'cadillac build --resume {run_id}')"
+        )
+    if not parent.workspace.is_dir() or parent.workspace.is_symlink():
+        raise CadillacError(f"run {run_id} has no workspace folder to continue from")
+    config = build_config(args)
+    Builder.preflight(config)
+    warn_unused_api_base(args, config)
+    home.check(write=True)
+    builder = Builder.enhance(
+        home, config, instruction, parent.workspace, test_command=args.test_cmd, parent=run_id
+    )
+    status = run_resumably(builder, args, home)
+    _report(builder, args)
+    return status
+
+
+def _report(builder, args: argparse.Namespace) -> None:
+    if args.json:
+        return
+    s, source = builder.summary, builder.source
+    where = f"{source.path} on branch {source.branch}" if source.kind == "git" else source.path
+    changed = ", ".join(s.changed) if s.changed else "nothing yet"
+    output.out().print(
+        f"change to {where}: {changed}\npatch: {builder.run.patch_path}"
+        + (f"\nskipped while copying: {'; '.join(source.skipped[:5])}" if source.skipped else "")
+    )

@@ -1,0 +1,192 @@
+"""An existing project's own test suite: the command that runs it, and what it holds.
+
+When cadillac changes a project that already exists (``cadillac enhance``), the project's
+own tests are the first judge of the change, and a model under pressure to pass them
+could delete or skip the ones that fail. Two things are decided here:
+
+* :func:`discover_test_command` reads the project's configuration for the command its
+  authors run (pytest when it is configured, ``unittest discover`` for a plain ``tests/``
+  folder, ``npm test``, ``go test ./...``, ``cargo test``, ``make test``); a user may give
+  one instead.
+* :func:`inventory` lists the tests of the project's test files by name, and counts the
+  skip markers in each file, by reading the files (never by running them: the code is
+  the model's). A check compares the inventory before and after the change: a test that
+  is gone (deleted, or renamed) or a file with more skip markers than before fails it.
+
+Reading is static and by pattern, per language (Python ``def test_*``, unittest methods,
+JavaScript ``it(``/``test(``, Go ``func TestX``, Rust ``#[test] fn``), so it sees what a
+person reviewing the diff would see; it does not evaluate decorators or parametrisation.
+Files are read without following links (:mod:`orchestrator.sandbox.files`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from orchestrator.sandbox.files import UnsafeFile, read_regular, what_is
+
+SKIP_DIRS = frozenset(
+    {".git", ".venv", "venv", "node_modules", "target", "dist", "build", "__pycache__"}
+)
+MAX_TEST_FILE_BYTES = 2 * 1024 * 1024
+
+TEST_FILE = re.compile(
+    r"(^|/)(test_[^/]*\.py|[^/]*_test\.py|[^/]*_test\.go|[^/]*\.(test|spec)\.[jt]sx?)$"
+    r"|(^|/)tests?/[^/]*\.(py|rs|[jt]sx?)$"
+)
+TEST_NAMES = {
+    ".py": re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(", re.M),
+    ".go": re.compile(r"^func\s+(Test\w+)\s*\(", re.M),
+    ".rs": re.compile(
+        r"#\[(?:tokio::)?test\][^\n]*\n(?:\s*#\[[^\n]*\n)*\s*(?:pub\s+)?(?:async\s+)?fn\s+(\w+)"
+    ),
+    ".js": re.compile(r"""\b(?:it|test)\s*\(\s*(['"`])(.+?)\1"""),
+}
+SKIP_MARKERS = re.compile(
+    r"@(?:unittest\.)?skip(?:If|Unless)?\b|@pytest\.mark\.(?:skip|skipif|xfail)\b"
+    r"|\bpytest\.skip\(|\bself\.skipTest\(|\braise\s+(?:unittest\.)?SkipTest\b"
+    r"|\bt\.Skip(?:f|Now)?\(|#\[ignore\]"
+    r"|\b(?:it|test|describe)\.(?:skip|todo)\s*\(|\bx(?:it|describe|test)\s*\("
+)
+
+
+class SuiteInventory(BaseModel):
+    """The tests of a project by file, and the skip markers each file holds."""
+
+    tests: dict[str, list[str]] = {}
+    """test file -> the names of the tests in it, in order (``Class.test_x`` for methods)."""
+    skips: dict[str, int] = {}
+    """test file -> how many skip markers it holds."""
+
+    def count(self) -> int:
+        return sum(len(names) for names in self.tests.values())
+
+    def weakened_by(self, after: SuiteInventory) -> list[str]:
+        """What ``after`` lost against this inventory: removed tests and added skips."""
+        problems = []
+        for path, names in self.tests.items():
+            kept = set(after.tests.get(path, []))
+            gone = [n for n in names if n not in kept]
+            if path not in after.tests:
+                problems.append(f"{path}: the test file was removed ({len(names)} test(s))")
+            elif gone:
+                problems.append(f"{path}: test(s) removed or renamed: {', '.join(gone[:8])}")
+        for path, count in after.skips.items():
+            before = self.skips.get(path, 0)
+            if count > before:
+                problems.append(f"{path}: {count - before} skip marker(s) added")
+        return problems
+
+
+def _language(path: str) -> str | None:
+    suffix = os.path.splitext(path)[1]
+    if suffix in (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs"):
+        return ".js"
+    return suffix if suffix in TEST_NAMES else None
+
+
+def _test_files(root: Path) -> list[str]:
+    found = []
+    for folder, subfolders, files in os.walk(root):  # os.walk does not enter links
+        subfolders[:] = sorted(d for d in subfolders if d not in SKIP_DIRS)
+        rel = os.path.relpath(folder, root)
+        for name in sorted(files):
+            path = name if rel == "." else f"{rel}/{name}".replace(os.sep, "/")
+            regular = stat.S_ISREG(os.lstat(os.path.join(folder, name)).st_mode)
+            if regular and TEST_FILE.search(path) and _language(path):
+                found.append(path)
+    return found
+
+
+def _python_names(text: str) -> list[str]:
+    """Test functions and ``Class.test_method`` names, by indentation."""
+    names, classes = [], []
+    for line in text.splitlines():
+        stripped = line.lstrip()
+        indent = len(line) - len(stripped)
+        while classes and indent <= classes[-1][0] and stripped:
+            classes.pop()
+        m = re.match(r"class\s+(\w+)", stripped)
+        if m:
+            classes.append((indent, m.group(1)))
+            continue
+        m = re.match(r"(?:async\s+)?def\s+(test\w*)\s*\(", stripped)
+        if m:
+            owner = next((c for i, c in reversed(classes) if i < indent), None)
+            names.append(f"{owner}.{m.group(1)}" if owner else m.group(1))
+    return names
+
+
+def inventory(root: Path) -> SuiteInventory:
+    """The tests and skip markers of the test files under ``root``."""
+    out = SuiteInventory()
+    for path in _test_files(root):
+        try:
+            text = read_regular(root / path, MAX_TEST_FILE_BYTES).decode("utf-8", "replace")
+        except (UnsafeFile, OSError):
+            continue
+        kind = _language(path)
+        if kind == ".py":
+            names = _python_names(text)
+        elif kind == ".js":
+            names = [m.group(2) for m in TEST_NAMES[".js"].finditer(text)]
+        else:
+            names = [m.group(1) for m in TEST_NAMES[kind].finditer(text)]
+        if names or kind != ".py" or path.rsplit("/", 1)[-1].startswith("test"):
+            out.tests[path] = names
+        out.skips[path] = len(SKIP_MARKERS.findall(text))
+    return out
+
+
+def _read_toml(path: Path) -> dict:
+    if what_is(path) is not None:
+        return {}
+    try:
+        return tomllib.loads(read_regular(path, 1024 * 1024).decode("utf-8"))
+    except (UnsafeFile, OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+
+
+def _text(path: Path) -> str:
+    if what_is(path) is not None:
+        return ""
+    try:
+        return read_regular(path, 1024 * 1024).decode("utf-8", "replace")
+    except (UnsafeFile, OSError):
+        return ""
+
+
+def discover_test_command(root: Path) -> str | None:
+    """The command the project's authors run its tests with, read from its configuration;
+    None when nothing says (the plan must then name one)."""
+    pyproject = _read_toml(root / "pyproject.toml")
+    pytest_configured = (
+        "pytest" in pyproject.get("tool", {})
+        or what_is(root / "pytest.ini") is None
+        or what_is(root / "conftest.py") is None
+        or "[tool:pytest]" in _text(root / "setup.cfg")
+        or "[pytest]" in _text(root / "tox.ini")
+    )
+    if pytest_configured:
+        return "python -m pytest -q"
+    package = _text(root / "package.json")
+    if '"test"' in package and '"scripts"' in package:
+        return "npm test"
+    if what_is(root / "go.mod") is None:
+        return "go test ./..."
+    if what_is(root / "Cargo.toml") is None:
+        return "cargo test"
+    if re.search(r"^test\s*:", _text(root / "Makefile"), re.M):
+        return "make test"
+    python_tests = [p for p in _test_files(root) if p.endswith(".py")]
+    if python_tests:
+        folders = {p.split("/", 1)[0] if "/" in p else "." for p in python_tests}
+        start = "tests" if "tests" in folders else ("test" if "test" in folders else ".")
+        return f"python -m unittest discover -s {start}"
+    return None
