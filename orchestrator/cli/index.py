@@ -5,8 +5,9 @@
 of ``--path`` (the current folder by default), refreshing it first as the ``knowledge``
 tool does. What is decided here: the index of a user's tree lives in the cadillac home,
 ``index/<folder name>-<hash of its path>/``, never inside the tree; the history of
-changes is read from git only for a tree that is a repository's top (a user's own, not
-a model's workspace).
+changes is read from git only for a tree that is a repository's top and not inside the
+home's runs (a user's own, never a model's workspace, whose git configuration the model
+could have written).
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def _refresh(home: Home, tree: Path, full: bool = False):
     from orchestrator.index import IndexConfig, build_index
 
     home.check(write=True)
-    history = tree if repository_of(tree) is not None else None
+    made_here = tree.is_relative_to(home.runs_dir.resolve())  # a build's workspace: a model's
+    history = tree if not made_here and repository_of(tree) is not None else None
     return build_index(
         tree, index_folder(home, tree), full=full, config=IndexConfig(history=history)
     )

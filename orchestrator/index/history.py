@@ -20,7 +20,10 @@ from pathlib import Path
 from orchestrator.index.records import IndexConfig, Relation
 
 COMMIT_MARK = "\x1ecommit"  # what --format=%x1ecommit prints before each commit
-SETTINGS = "core.fsmonitor= core.hooksPath=/dev/null core.quotepath=off diff.external=".split()
+SETTINGS = (
+    "core.fsmonitor= core.hooksPath=/dev/null core.quotepath=off diff.external= "
+    "log.showSignature=false"
+).split()
 SAFE_GIT = tuple(arg for setting in SETTINGS for arg in ("-c", setting))
 LOG = ("log", "--no-color", "--no-renames", "--relative", "--name-only", "--format=%x1ecommit")
 SAFE_ENV = {

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from orchestrator.index.ignore import Rules, ignored, with_file
 from orchestrator.index.records import IndexConfig
-from orchestrator.sandbox.files import DIR_FLAGS, READ_FLAGS, UnsafeFile
+from orchestrator.sandbox.files import DIR_FLAGS, READ_FLAGS, UnsafeFile, kind_of
 
 BINARY_PROBE = 8192
 MAX_SKIPPED = 5000
@@ -101,7 +101,7 @@ class Walk:
             elif stat.S_ISDIR(st.st_mode):
                 yield from self._subfolder(dfd, name, where, rules, depth)
             elif not stat.S_ISREG(st.st_mode):
-                self.skip(f"{where}: {_kind(st.st_mode)}, not read")
+                self.skip(f"{where}: {kind_of(st.st_mode)}, not read")
             elif not ignored(rules, where, False):
                 if st.st_size > self.config.max_file_bytes:
                     self.skip(f"{where}: {st.st_size:,} bytes, over the size limit")
@@ -169,16 +169,3 @@ def _plain(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return "\n" not in name and "\r" not in name
-
-
-def _kind(mode: int) -> str:
-    for test, what in (
-        (stat.S_ISLNK, "a symbolic link"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a device"),
-        (stat.S_ISBLK, "a device"),
-    ):
-        if test(mode):
-            return what
-    return "not a regular file"

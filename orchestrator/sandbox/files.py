@@ -27,7 +27,8 @@ class UnsafeFile(OSError):
     """A path holds a symbolic link or a special file where cadillac needs a regular file."""
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words ("a symbolic link", "a FIFO" ...)."""
     for test, name in (
         (stat.S_ISLNK, "a symbolic link"),
         (stat.S_ISDIR, "a folder"),
@@ -47,7 +48,7 @@ def what_is(path: Path) -> str | None:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return "nothing"
-    return None if stat.S_ISREG(mode) else _kind(mode)
+    return None if stat.S_ISREG(mode) else kind_of(mode)
 
 
 def _open(path: Path, flags: int, mode: int = 0o644) -> int:
@@ -61,7 +62,7 @@ def _open(path: Path, flags: int, mode: int = 0o644) -> int:
             ) from None
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
-        found = _kind(os.fstat(fd).st_mode)
+        found = kind_of(os.fstat(fd).st_mode)
         os.close(fd)
         raise UnsafeFile(errno.EINVAL, f"{path} is {found}; cadillac needs a regular file")
     return fd
@@ -153,7 +154,7 @@ def _copy_dir(dfd, dst: Path, rel: str, limits, report: CopyReport) -> None:
             report.files += 1
             report.bytes += len(data)
         else:
-            report.skipped.append(f"{where}: {_kind(mode)}, not copied")
+            report.skipped.append(f"{where}: {kind_of(mode)}, not copied")
 
 
 def remove_tree(path: Path) -> str:

@@ -99,6 +99,9 @@ def test_an_enhanced_repository_gets_a_branch_and_a_patch_and_is_itself_unchange
     task = json.loads((home / "runs" / summary["run_id"] / "task.json").read_text())
     assert task["baseline"]["test_command"] == "python -m unittest discover -s tests"
     assert len(task["baseline"]["suite"]["tests"]["tests/test_wordfreq.py"]) == 5
+    # what the change taught is tagged with the project's stack, as a build's is
+    rows = [json.loads(x) for x in (home / "phase_budgets.jsonl").read_text().splitlines()]
+    assert rows and all({"python", "unittest"} <= set(r["tags"]) for r in rows)
 
 
 def test_apply_refuses_a_dirty_tree_and_fast_forwards_a_clean_one(home, user_repo, capsys):
