@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from memory import Lesson, MemoryStore  # noqa: E402
 from memory.lesson import assign_id  # noqa: E402
+from memory.recall import BUILD_SCORER, LEARNED_SCORER  # noqa: E402
 
 CORPUS = ROOT / "tests" / "fixtures" / "cadillac_corpus" / "lessons.jsonl"
 STACKS = [
@@ -150,16 +151,22 @@ def main() -> None:
             rng.choice(TASKS).format(s=rng.choice(STACKS)[0], a=a, b=b)
             for a, b in (rng.sample(WORDS, 2) for _ in range(args.queries))
         ]
-        for scorer in ("default", "seed"):
+        # Interleaved: each task is recalled under every scorer in turn, so that the
+        # machine's other load falls on all of them alike and their figures compare.
+        scorers = ("default", LEARNED_SCORER, "seed", BUILD_SCORER)
+        for scorer in scorers:
             store.recall(tasks[0], scorer=scorer)  # warm the per-term arrays once
-            times = []
-            for task in tasks:
+        times: dict[int, list[float]] = {k: [] for k in range(len(scorers))}
+        for task in tasks:
+            for k, scorer in enumerate(scorers):
                 t0 = time.perf_counter()
                 store.recall(task, limit=10, scorer=scorer)
-                times.append((time.perf_counter() - t0) * 1000)
+                times[k].append((time.perf_counter() - t0) * 1000)
+        for k, scorer in enumerate(scorers):
+            name = getattr(scorer, "name", scorer)
             print(
-                f"recall ({scorer}, warm): p50 {percentile(times, 50):.2f} ms, "
-                f"p95 {percentile(times, 95):.2f} ms over {len(times)} tasks"
+                f"recall ({name}, warm): p50 {percentile(times[k], 50):.2f} ms, "
+                f"p95 {percentile(times[k], 95):.2f} ms over {len(times[k])} tasks"
             )
 
         new_times: list[float] = []

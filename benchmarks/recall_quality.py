@@ -7,9 +7,16 @@ were graded by reading them: 2 = clearly useful for the task, 1 = partly
 useful, absent = not relevant. ``recall_labels.json`` (34 tasks, generous
 grading) is the set the default scorer's few settings were chosen on;
 ``recall_labels_heldout.json`` (24 other tasks, strict grading) was made
-afterwards and never tuned on. The script prints nDCG@10 for the default
-scorer, the seed's formula, and plain BM25 over trigger and fix (no layers, no
-other signals).
+afterwards and never tuned on. The script prints, per set, nDCG@10 for the
+default scorer, the seed's formula, plain BM25 over trigger and fix, BM25 over
+trigger, fix *and tags* (the store's own index; no layers, no other signals: the
+fair baseline, since the tags carry the stack), the ``build`` variant
+(memory.recall.BUILD_SCORER) and the ``learned`` re-ranker
+(memory.recall.LEARNED_SCORER; fitted on both sets, so its figures here are in
+sample: benchmarks/fit_ranker.py prints the out-of-fold ones). Each figure has a
+95% confidence interval from a bootstrap over tasks (numpy, fixed seed, 10,000
+resamples), and so have the paired differences default - BM25 with tags and
+learned - default (the same resampled tasks for both).
 
     python benchmarks/recall_quality.py [--per-task] [--json]
 
@@ -32,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from memory import MemoryStore  # noqa: E402
 from memory.index import LessonIndex  # noqa: E402
-from memory.recall import SCORERS, RelevanceScorer  # noqa: E402
+from memory.recall import BUILD_SCORER, LEARNED_SCORER, RelevanceScorer  # noqa: E402
 
 CORPUS = ROOT / "tests" / "fixtures" / "cadillac_corpus" / "lessons.jsonl"
 LABEL_SETS = {
@@ -40,6 +47,17 @@ LABEL_SETS = {
     "held-out set": Path(__file__).with_name("recall_labels_heldout.json"),
 }
 K = 10
+SCORERS = {"default": "default", "seed": "seed", "build": BUILD_SCORER, "learned": LEARNED_SCORER}
+LABELS = {
+    "default": "default scorer",
+    "seed": "seed scorer",
+    "bm25": "plain BM25",
+    "bm25_tags": "BM25 with tags",
+    "build": "build variant",
+    "learned": "learned re-ranker",
+}
+RESAMPLES = 10_000
+SEED = 13
 
 
 def ndcg(ranked_ids: list[str], grades: dict[str, int], k: int = K) -> float | None:
@@ -67,14 +85,41 @@ def plain_bm25(index: LessonIndex, task: str) -> list[str]:
 def evaluate(store: MemoryStore, labels: dict, now: float) -> dict[str, list[float | None]]:
     lessons = store.all()
     plain = text_only_index(lessons)
-    results: dict[str, list[float | None]] = {name: [] for name in [*SCORERS, "bm25"]}
+    tagged = store._sync()  # the store's own index: trigger, fix and tags
+    results: dict[str, list[float | None]] = {name: [] for name in LABELS}
     for case in labels["tasks"]:
         grades = {lessons[int(line) - 1].id: g for line, g in case["grades"].items()}
-        for name in SCORERS:
-            ranked = [r.lesson.id for r in store.recall(case["task"], K, scorer=name, now=now)]
+        for name, scorer in SCORERS.items():
+            ranked = [r.lesson.id for r in store.recall(case["task"], K, scorer=scorer, now=now)]
             results[name].append(ndcg(ranked, grades))
         results["bm25"].append(ndcg(plain_bm25(plain, case["task"]), grades))
+        results["bm25_tags"].append(ndcg(plain_bm25(tagged, case["task"]), grades))
     return results
+
+
+def bootstrap(values: np.ndarray, rng_seed: int = SEED) -> tuple[float, float, float]:
+    """Mean and 95% percentile interval of the mean, resampling tasks with replacement."""
+    rng = np.random.default_rng(rng_seed)
+    picks = rng.integers(0, len(values), size=(RESAMPLES, len(values)))
+    means = values[picks].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(values.mean()), float(lo), float(hi)
+
+
+def summarise(results: dict[str, list[float | None]]) -> dict[str, dict[str, float]]:
+    """Per scorer (and for the paired difference): mean with its interval, over graded tasks."""
+    graded = [i for i, v in enumerate(results["bm25"]) if v is not None]
+    arrays = {name: np.array([vals[i] for i in graded]) for name, vals in results.items()}
+    out = {}
+    for name, values in arrays.items():
+        mean, lo, hi = bootstrap(values)
+        out[name] = {"mean": mean, "lo": lo, "hi": hi}
+    for name in ("default", "build"):
+        mean, lo, hi = bootstrap(arrays[name] - arrays["bm25_tags"])
+        out[f"{name}-bm25_tags"] = {"mean": mean, "lo": lo, "hi": hi}
+    mean, lo, hi = bootstrap(arrays["learned"] - arrays["default"])
+    out["learned-default"] = {"mean": mean, "lo": lo, "hi": hi}
+    return out
 
 
 def main() -> None:
@@ -90,24 +135,29 @@ def main() -> None:
     for set_name, path in LABEL_SETS.items():
         labels = json.loads(path.read_text())
         results = evaluate(store, labels, now)
-        means = {
-            name: float(np.mean([v for v in vals if v is not None]))
-            for name, vals in results.items()
-        }
+        figures = summarise(results)
         graded = sum(1 for v in results["bm25"] if v is not None)
-        report[set_name] = {"tasks": len(labels["tasks"]), "graded": graded, "ndcg@10": means}
+        report[set_name] = {"tasks": len(labels["tasks"]), "graded": graded, "ndcg@10": figures}
         if args.json:
             continue
         if args.per_task:
-            print(f"{'default':>8} {'seed':>6} {'bm25':>6}  task")
+            print("  ".join(f"{n:>9}" for n in LABELS) + "  task")
             for i, case in enumerate(labels["tasks"]):
-                row = [results[n][i] for n in ("default", "seed", "bm25")]
-                cells = " ".join(f"{'-' if v is None else f'{v:.2f}':>6}" for v in row)
-                print(f"  {cells}  {case['task'][:70]}")
-        print(f"{set_name} ({path.name}): {graded} graded tasks, nDCG@{K}")
-        for name in ("default", "seed", "bm25"):
-            label = {"bm25": "plain BM25"}.get(name, f"{name} scorer")
-            print(f"  {label:<16} {means[name]:.3f}")
+                row = [results[n][i] for n in LABELS]
+                cells = "  ".join(f"{'-' if v is None else f'{v:.2f}':>9}" for v in row)
+                print(f"{cells}  {case['task'][:60]}")
+        print(f"{set_name} ({path.name}): {graded} graded tasks, nDCG@{K} [95% CI over tasks]")
+        for name, label in LABELS.items():
+            f = figures[name]
+            print(f"  {label:<26} {f['mean']:.3f}  [{f['lo']:.3f}, {f['hi']:.3f}]")
+        for name in ("default", "build"):
+            f = figures[f"{name}-bm25_tags"]
+            label = f"{name} - BM25 with tags"
+            print(f"  {label:<26} {f['mean']:+.3f} [{f['lo']:+.3f}, {f['hi']:+.3f}]  (paired)")
+        f = figures["learned-default"]
+        label = "learned - default"
+        cells = f"{f['mean']:+.3f} [{f['lo']:+.3f}, {f['hi']:+.3f}]"
+        print(f"  {label:<26} {cells}  (paired, in sample)")
     if args.json:
         print(json.dumps(report))
 

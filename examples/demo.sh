@@ -2,7 +2,8 @@
 # `make demo`: a real `cadillac build`, offline. The model's turns are a recorded session
 # (examples/wordfreq/session.llm.jsonl, written by hand as a scripted policy and recorded
 # through a real build); everything else runs for real: the workspace, the tools, the
-# sandboxed commands, the phase checks, the tests, reflection, lessons and budgets. Then
+# sandboxed commands, the phase checks, the tests, reflection, lessons and budgets; a note
+# told with `memory remember` is pinned into every phase's prompt. Then
 # `cadillac iterate` makes the next version of the project (a recorded session too):
 # a change on its own branch, with the project's tests kept, and a patch.
 # To run the same task on a real model, replace the --model value, e.g.
@@ -16,6 +17,7 @@ mkdir -p "$home"
 cp tests/fixtures/cadillac_corpus/lessons.jsonl "$home/memory.jsonl"
 cp tests/fixtures/cadillac_corpus/budget_history.jsonl "$home/phase_budgets.jsonl"
 export CADILLAC_HOME="$PWD/$home"
+export CADILLAC_GLOBAL_DIR="$PWD/$home/global"  # the demo reads none of your global notes
 TASK=$(python -c 'import sys; sys.path.insert(0, "examples/wordfreq"); import policy; print(policy.TASK)')
 
 step() {
@@ -25,6 +27,9 @@ step() {
 
 echo "example home: $CADILLAC_HOME (seeded with 403 real lessons and 261 budget rows)"
 step cadillac memory recall "$TASK" --limit 5
+step cadillac memory remember "Command-line tools print errors as one line on stderr and exit 1" \
+    --name cli-errors --type convention
+step cadillac memory notes
 step cadillac build "$TASK" --model "replay:examples/wordfreq/session.llm.jsonl"
 run_id=$(cadillac runs list --json | python -c 'import json, sys; print(json.load(sys.stdin)[0]["run_id"])')
 step cadillac runs list

@@ -9,19 +9,43 @@ safely between processes (:mod:`memory.jsonl`); a write that cannot be made
 """
 
 from memory.budgets import Budget, BudgetRow, PhaseBudgets
+from memory.consolidate import ConsolidationReport
 from memory.jsonl import CorruptLineWarning, ReadOnlyFile, RewriteFailed
 from memory.lesson import LESSON_TYPES, Lesson
+from memory.notes import (
+    AUTO_PINNED,
+    IMPORTANCE,
+    NOTE_TYPES,
+    BadNote,
+    Note,
+    Notebook,
+    NoteFolder,
+    NoteNotFound,
+    new_note,
+    note_name,
+)
 from memory.prompt import format_for_prompt
 from memory.recall import SCORERS, Recalled, ScoreParts
 from memory.store import LessonNotFound, MemoryStats, MemoryStore
 from memory.tags import KNOWN_TAGS, infer_tags_from_text, infer_task_tags
 
 __all__ = [
+    "AUTO_PINNED",
+    "IMPORTANCE",
+    "NOTE_TYPES",
+    "BadNote",
+    "Note",
+    "NoteFolder",
+    "NoteNotFound",
+    "Notebook",
+    "new_note",
+    "note_name",
     "KNOWN_TAGS",
     "LESSON_TYPES",
     "SCORERS",
     "Budget",
     "BudgetRow",
+    "ConsolidationReport",
     "CorruptLineWarning",
     "Lesson",
     "LessonNotFound",

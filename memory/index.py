@@ -20,6 +20,13 @@ never rebuilt on the hot path:
 * a forgotten lesson's slot is marked dead (``alive``), its counts subtracted;
 * a lesson changed in place (boost, penalty, merge) has its columns rewritten.
 
+Each slot also has the *build* its lesson was learned in (:data:`BUILD_WINDOW`),
+worked out when first asked for: lessons with the same source task, or, without
+one, the same tags, written within an hour of that build's first lesson. The
+``build`` recall variant lets a lesson share its build-mates' relevance
+(:mod:`memory.recall`). An untagged lesson without a source task says nothing of
+where it came from and is a build of its own.
+
 Only a file replaced by another process makes the store build a fresh index,
 and for a large memory even that starts from a snapshot (:mod:`memory.snapshot`).
 Search terms come from the trigger, the fix and the tags as they were when the
@@ -63,6 +70,8 @@ def tag_mask(tags) -> int:
 
 
 STACK_MASK = np.uint64(tag_mask(STACK_TAGS))
+BUILD_WINDOW = 3600.0
+"""Seconds after a build's first lesson within which a lesson of the same key joins it."""
 
 
 class LessonIndex:
@@ -84,6 +93,9 @@ class LessonIndex:
         self.has_src = Column(bool, False)
         self.src_mask = Column(np.uint64)  # tags inferred from source_task
         self.content_mask = Column(np.uint64)  # tags inferred from trigger + fix
+        self._build = Column(np.int64)  # the build each lesson was learned in (see builds())
+        self.n_builds = 0
+        self._open_builds: dict[tuple, tuple[int, float]] = {}  # key -> (build, first ts)
         self.total_len = 0.0
         self.n_alive = 0
         self.vocab: dict[str, int] = {}  # term -> term id
@@ -95,6 +107,7 @@ class LessonIndex:
         self._indexed_tags: list[tuple[str, ...]] = []
         self._tag_masks: dict[tuple[str, ...], tuple[int, int]] = {}
         self._src_masks: dict[str, int] = {}
+        self._src_terms: dict[str, frozenset[str]] = {}
         if lessons:
             self.add_many(lessons)
 
@@ -152,6 +165,37 @@ class LessonIndex:
         self.tags_mask.extend(np.fromiter((m[0] for m in tag_masks), np.uint64, n))
         self.tags_closure.extend(np.fromiter((m[1] for m in tag_masks), np.uint64, n))
         self.has_src.extend(np.fromiter((bool(x.source_task) for x in lessons), bool, n))
+
+    def builds(self) -> np.ndarray:
+        """Per slot, the build its lesson was learned in (see the module docstring).
+
+        Worked out on first use and then for new slots only, so that an index whose
+        recall never asks (the default scorer does not) pays nothing for it.
+        """
+        done = self._build.n
+        if done < len(self.slots):
+            new = [self._build_of(x) for x in self.slots[done:]]
+            self._build.extend(np.asarray(new, np.int64))
+        return self._build.values
+
+    def _build_of(self, lesson: Lesson | None) -> int:
+        """The build a newly indexed lesson belongs to: an open one of its key, or a new one."""
+        if lesson is None:  # forgotten before its build was asked for
+            key: tuple = ()
+        elif lesson.source_task:
+            key = ("source", lesson.source_task)
+        elif lesson.tags:
+            key = ("tags", *sorted(lesson.tags))
+        else:
+            key = ()
+        found = self._open_builds.get(key) if key else None
+        if found is not None and abs(lesson.ts - found[1]) <= BUILD_WINDOW:  # type: ignore[union-attr]
+            return found[0]
+        build = self.n_builds
+        self.n_builds += 1
+        if key:
+            self._open_builds[key] = (build, lesson.ts)  # type: ignore[union-attr]
+        return build
 
     def _add_text(self, lessons: list[Lesson], first: int) -> None:
         """Postings, lengths and inferred tags: everything read from the lessons' text."""
@@ -311,6 +355,18 @@ class LessonIndex:
         lesson = self.slots[slot]
         assert lesson is not None
         return Counter(terms(f"{lesson.text} {' '.join(self._indexed_tags[slot])}"))
+
+    def source_terms(self, slots) -> list[frozenset[str]]:
+        """The search terms of each slot's source task (empty without one), cached per text."""
+        cache, out = self._src_terms, []
+        for i in slots:
+            lesson = self.slots[i]
+            src = lesson.source_task if lesson is not None else ""
+            found = cache.get(src)
+            if found is None:
+                found = cache[src] = frozenset(term_set(src))
+            out.append(found)
+        return out
 
     def lessons(self) -> list[Lesson]:
         return [lesson for lesson in self.slots if lesson is not None]

@@ -1,4 +1,4 @@
-"""Recall: rank the lessons of an index for a task. Two scorers, one set of layers.
+"""Recall: rank the lessons of an index for a task. Three scorers, one set of layers.
 
 Both scorers use the same *effective confidence*: a lesson's stored confidence,
 decayed linearly once it has gone 90 days without use (age counted from
@@ -19,8 +19,8 @@ days). The decay is applied while scoring; the file is never rewritten for it.
 
 ``default`` — relevance leads::
 
-    score = bm25 / max_bm25 * (1 + 0.15 * confidence + 0.05 * recency
-                                 + 0.05 * usage + 0.5 * stack_agreement)
+    score = relevance * (1 + 0.15 * confidence + 0.05 * recency
+                           + 0.05 * usage + 0.5 * stack_agreement)
 
 * relevance: Okapi BM25 (k1 = 1.2, b = 0.75) of the task's distinct terms over
   the lesson's trigger, fix and tags, with one round of pseudo-relevance
@@ -41,6 +41,28 @@ days). The decay is applied while scoring; the file is never rewritten for it.
   does not let a TypeScript lesson through a Flask task, and a Python lesson
   is not penalised on a Flask task.
 
+``build`` — the default with build-mates (:data:`BUILD_SCORER`, a variant measured
+beside it; pass the object as ``scorer``)::
+
+    relevance = (text + build) / 2
+
+where ``text`` is the default's relevance (with feedback from the 3 best lessons)
+and ``build`` the best text relevance among the lessons learned in the same build
+(:data:`memory.index.BUILD_WINDOW`: same source task, or same tags, within an hour),
+the lesson itself included: a build that hit the task's problems brings its other
+lessons along, below the matching one. It gains on the generously graded tuning
+set (nDCG@10 0.523 -> 0.593) and loses on the strictly graded held-out set
+(0.516 -> 0.491), so it is not the default. A hybrid with a static embedding model
+(wordllama, 256 dimensions) was measured too and not kept: it added less than 0.01
+on the tuning set, well inside the noise, for a model to load on every cold start.
+
+``learned`` — the default's best 150 lessons re-ranked by a linear model over
+generic features (:mod:`memory.rank`, :data:`LEARNED_SCORER`, opt-in: pass the
+object). Out of fold (benchmarks/fit_ranker.py) it adds +0.031 / +0.017 nDCG@10
+(tuning / held-out, leave-one-set-out) and +0.029 / +0.017 (5-fold), short of the
++0.02 on both sets a new default needs, at about twice the default's recall time.
+The layers apply unchanged: its score is ``exp(w . z) / penalty``.
+
 The layers, in both: (1) a hard filter drops a lesson with tags that share
 none with the task's tags (untagged lessons survive); (2) a lesson whose
 source task's inferred tags share none with the task's is divided by 5;
@@ -60,6 +82,7 @@ from typing import Protocol
 import numpy as np
 from pydantic import BaseModel, Field
 
+from memory import rank
 from memory.index import STACK_MASK, LessonIndex, tag_mask
 from memory.lesson import Lesson
 from memory.tags import infer_task_tags, stack_tags
@@ -82,6 +105,8 @@ class ScoreParts(BaseModel):
     usage: float
     stack: float = 0.0
     """Share of the lesson's stack tags the task shares (default scorer only)."""
+    build: float = 0.0
+    """Best text relevance among the lessons of the lesson's build (``build`` scorer only)."""
     penalty: float = 1.0
     """What the score was divided by."""
     penalties: list[str] = Field(default_factory=list)
@@ -116,6 +141,9 @@ class Scored:
     penalty: np.ndarray
     source_hit: np.ndarray
     content_hit: np.ndarray
+    build: np.ndarray | None = None
+    first: np.ndarray | None = None
+    """First-pass BM25 of the task alone, before feedback (default scorer only)."""
 
 
 class Scorer(Protocol):
@@ -196,10 +224,14 @@ class RelevanceScorer:
         b: float = 0.75,
         weights: tuple[float, float, float, float] = (0.15, 0.05, 0.05, 0.5),
         feedback: tuple[int, int, float] = (5, 10, 0.2),
+        build_weight: float = 0.0,
+        name: str = "default",
     ):
+        self.name = name
         self.k1, self.b = k1, b
         self.w_conf, self.w_recency, self.w_usage, self.w_stack = weights
         self.fb_docs, self.fb_terms, self.fb_weight = feedback
+        self.w_build = build_weight
 
     def bm25(self, index: LessonIndex, task: str | dict[str, float]) -> np.ndarray:
         """Okapi BM25 of the task's distinct terms (or weighted terms) over every slot."""
@@ -251,12 +283,14 @@ class RelevanceScorer:
             + self.w_stack * agreement
         )
         factor = (1.0 + adjust) / penalty
-        raw = self.bm25(index, task)
+        raw = first_pass = self.bm25(index, task)
         if self.fb_docs:
             first = np.where(keep & (raw > 0), raw * factor, 0.0)
             raw = self.bm25(index, self.expand(index, task, first))
-        keep &= raw > 0
-        relevance = raw / (raw[keep].max() if keep.any() else 1.0)
+        text = raw / (raw[keep & (raw > 0)].max() if (keep & (raw > 0)).any() else 1.0)
+        build = self.build_relevance(index, np.where(keep, text, 0.0))
+        relevance = (text + self.w_build * build) / (1.0 + self.w_build)
+        keep &= relevance > 0
         return Scored(
             relevance * factor,
             keep,
@@ -268,28 +302,105 @@ class RelevanceScorer:
             penalty,
             source_hit,
             content_hit,
+            build,
+            first_pass,
         )
 
+    def build_relevance(self, index: LessonIndex, text: np.ndarray) -> np.ndarray:
+        """Per slot: the best ``text`` relevance among the slots of its build."""
+        if not self.w_build:
+            return np.zeros(len(text))
+        return build_best(index, text)
 
-SCORERS: dict[str, Scorer] = {"default": RelevanceScorer(), "seed": SeedScorer()}
+
+def build_best(index: LessonIndex, text: np.ndarray) -> np.ndarray:
+    """Per slot: the best ``text`` value among the slots of its build (itself included)."""
+    builds = index.builds()
+    hit = np.flatnonzero(text > 0)
+    best = np.zeros(index.n_builds)
+    np.maximum.at(best, builds[hit], text[hit])
+    return best[builds]
+
+
+class LearnedScorer:
+    """The default's best :data:`memory.rank.POOL` lessons, re-ranked by a fitted linear
+    model over generic features (:mod:`memory.rank`); the layers as in the default."""
+
+    def __init__(self, pool: int = rank.POOL, weights=None, name: str = "learned"):
+        self.name = name
+        self.pool = pool
+        self.weights = weights  # (mean, scale, weights); None: memory.rank's constants
+        self.base = RelevanceScorer()
+
+    def pool_features(self, index: LessonIndex, task: str, now: float):
+        """(the default's Scored, the pooled slots best first, their feature matrix)."""
+        s = self.base.score(index, task, now)
+        cand = np.flatnonzero(s.keep)
+        cand = cand[np.lexsort((cand, -s.score[cand]))][: self.pool]
+        parts = {
+            "base": s.score * s.penalty,
+            "relevance": s.relevance,
+            "first": s.first,
+            "stack": s.stack,
+            "confidence": s.confidence,
+            "usage": s.usage,
+            "recency": s.recency,
+            "build": build_best(index, np.where(s.keep, s.relevance, 0.0)),
+        }
+        task_mask = tag_mask(stack_tags(infer_task_tags(task)))
+        s.build = parts["build"]
+        return s, cand, rank.features(index, task, task_mask, cand, parts)
+
+    def score(self, index: LessonIndex, task: str, now: float) -> Scored:
+        s, pool, x = self.pool_features(index, task, now)
+        if self.weights is None:
+            z = rank.learned_scores(x)
+        else:
+            mean, scale, w = self.weights
+            z = ((x - mean) / scale) @ w
+        score = np.zeros(len(s.score))
+        if len(pool):
+            learned = np.exp(z - z.max()) / s.penalty[pool]
+            score[pool] = learned
+            rest = s.keep.copy()
+            rest[pool] = False
+            if rest.any():  # below the pool, in the default's order
+                score[rest] = s.score[rest] * (0.5 * learned.min() / s.score[rest].max())
+        s.score = score
+        return s
+
+
+BUILD_SCORER = RelevanceScorer(feedback=(3, 10, 0.2), build_weight=1.0, name="build")
+"""The ``build`` variant: a lesson also gets the relevance of its build-mates."""
+LEARNED_SCORER = LearnedScorer()
+"""The ``learned`` re-ranker (:mod:`memory.rank`)."""
+SCORERS: dict[str, Scorer] = {
+    "default": RelevanceScorer(),
+    "seed": SeedScorer(),
+    "build": BUILD_SCORER,
+    "learned": LEARNED_SCORER,
+}
+"""The scorers by name; builds use ``default``, the others are there to compare."""
 
 
 def recall(
     index: LessonIndex,
     task: str,
     limit: int = 10,
-    scorer: str = "default",
+    scorer: str | Scorer = "default",
     now: float | None = None,
     exclude_tags: Collection[str] = (),
 ) -> list[Recalled]:
-    """The ``limit`` best lessons for ``task`` under the named scorer, best first; never a
-    lesson carrying one of ``exclude_tags``."""
-    if scorer not in SCORERS:
-        raise ValueError(f"unknown scorer {scorer!r}; choose one of {', '.join(SCORERS)}")
+    """The ``limit`` best lessons for ``task`` under the named scorer (or a scorer object),
+    best first; never a lesson carrying one of ``exclude_tags``."""
+    if isinstance(scorer, str):
+        if scorer not in SCORERS:
+            raise ValueError(f"unknown scorer {scorer!r}; choose one of {', '.join(SCORERS)}")
+        scorer = SCORERS[scorer]
     if limit <= 0 or index.n_alive == 0:
         return []
     now = time.time() if now is None else now
-    s = SCORERS[scorer].score(index, task, now)
+    s = scorer.score(index, task, now)
     candidates = np.flatnonzero(s.keep)
     if exclude_tags:
         excluded = set(exclude_tags)
@@ -316,8 +427,11 @@ def recall(
             confidence=float(s.confidence[i]),
             usage=float(s.usage[i]),
             stack=float(s.stack[i]),
+            build=0.0 if s.build is None else float(s.build[i]),
             penalty=float(s.penalty[i]),
             penalties=penalties,
         )
-        out.append(Recalled(lesson=lesson, score=float(s.score[i]), scorer=scorer, parts=parts))
+        out.append(
+            Recalled(lesson=lesson, score=float(s.score[i]), scorer=scorer.name, parts=parts)
+        )
     return out

@@ -6,7 +6,8 @@ use and says why it skipped each one it cannot, so the run's events show what
 was lost. A line is usable when it splits on ``|`` into at least three
 non-empty parts (extra parts belong to the fix). ``ANTI`` (also ``DONT``,
 ``NEVER``, ``ANTI-PATTERN``) makes a ``dont`` lesson of type error_pattern;
-an unknown type word keeps the lesson as an error_pattern and says so.
+an unknown type word keeps the lesson as an error_pattern and says so. A line that
+reads as an attempt to steer a later build's model (:mod:`memory.guard`) is skipped.
 
 New lessons start at confidence 0.3 (they must be reused before they outweigh
 proven ones), carry the given tags or, without them, the tags their text
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from memory.guard import injection
 from memory.lesson import LESSON_TYPES, SOURCE_TASK_MAX, Lesson
 from memory.tags import infer_tags_from_text, normalize_tags
 
@@ -66,6 +68,10 @@ def parse_reflection(
         kind, trigger, fix = parts[0], parts[1], " | ".join(parts[2:])
         if not trigger or not fix:
             skipped.append(f"line {number}: empty trigger or fix")
+            continue
+        why = injection(f"{trigger}\n{fix}")
+        if why:  # a later build would read it: a line that steers the reader is dropped
+            skipped.append(f"line {number}: {why}: refused")
             continue
         word = kind.lower().replace(" ", "_")
         polarity = "do"

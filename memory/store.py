@@ -18,7 +18,13 @@ the store. A write to a read-only memory file raises
 Reinforcement, as the seed has it: ``boost_confidence`` adds 0.1 (capped at 1)
 and one use to each lesson a successful build applied; ``penalize_backfired``
 takes 0.1 (floored at 0) from each applied lesson whose trigger terms mostly
-(more than half of them) appear in the error that followed.
+(more than half of them) appear in the error that followed; a lesson that this
+takes below the retirement floor is retired at once.
+
+Consolidation (:mod:`memory.consolidate`): ``consolidate`` merges restatements
+through the dedup rule ``add`` uses and retires what keeps backfiring; ``retire``,
+``retired`` and ``restore`` move lessons to and from ``<memory file>.retired.jsonl``.
+Nothing is deleted: merged-away lessons go to ``<memory file>.merged.jsonl``.
 """
 
 from __future__ import annotations
@@ -30,13 +36,22 @@ from collections.abc import Collection, Container, Iterable
 
 from pydantic import BaseModel
 
+from memory import consolidate as _consolidate
 from memory import snapshot
+from memory.consolidate import (
+    RETIRE_CONFIDENCE,
+    ConsolidationReport,
+    below_floor,
+    floor_reason,
+    retire_locked,
+    side_path,
+)
 from memory.dedup import find_duplicate, merge_into
 from memory.gcpause import paused_gc
 from memory.index import LessonIndex
 from memory.jsonl import Change, JsonlFile
 from memory.lesson import LESSON_TYPES, Lesson, assign_id
-from memory.recall import Recalled, recall
+from memory.recall import Recalled, Scorer, recall
 from memory.tokens import term_set
 
 BOOST = 0.1
@@ -154,7 +169,7 @@ class MemoryStore:
         self,
         task: str,
         limit: int = 10,
-        scorer: str = "default",
+        scorer: str | Scorer = "default",
         now: float | None = None,
         exclude_tags: Collection[str] = (),
     ) -> list[Recalled]:
@@ -196,6 +211,36 @@ class MemoryStore:
             index = self._apply(self.file.append_locked([new]))
             return index.slots[index.by_id[new.id]], False  # type: ignore[return-value]
 
+    def put_many(self, lessons: Iterable[Lesson]) -> tuple[int, int, int]:
+        """Add or replace lessons by id, without dedup, in one atomic rewrite: an import
+        puts back what an export wrote, and near-duplicates it holds stay apart. A lesson
+        without an id gets one. Returns (added, replaced, unchanged)."""
+        added = replaced = unchanged = 0
+        with self.file.lock:
+            stored = self._sync(locked=True).lessons()  # what other processes wrote is in
+            at = {lesson.id: i for i, lesson in enumerate(stored)}
+            merged, changed = list(stored), []
+            for lesson in lessons:
+                lesson = lesson.model_copy(deep=True)
+                if not lesson.id:
+                    assign_id(lesson, at)
+                i = at.get(lesson.id)
+                if i is not None and merged[i].model_dump_json() == lesson.model_dump_json():
+                    unchanged += 1
+                    continue
+                if i is None:
+                    at[lesson.id] = len(merged)
+                    merged.append(lesson)
+                    added += 1
+                else:
+                    merged[i] = lesson
+                    replaced += 1
+                changed.append(lesson)
+            if changed:
+                self.file.rewrite_locked(merged, changed=changed)
+                self.close()  # the index is built anew from the file on the next read
+        return added, replaced, unchanged
+
     def forget(self, lesson_id: str) -> Lesson:
         """Remove a lesson; raises LessonNotFound."""
         with self.file.lock:
@@ -236,7 +281,9 @@ class MemoryStore:
         return self._modify(ids, boost)
 
     def penalize_backfired(self, ids: Iterable[str], error_text: str) -> list[str]:
-        """-0.1 confidence to each applied lesson whose trigger the error echoes."""
+        """-0.1 confidence to each applied lesson whose trigger the error echoes; those that
+        fall below the floor (:mod:`memory.consolidate`) are retired. Returns the ids
+        penalised (retired ones included)."""
         error_terms = term_set(error_text)
         if not error_terms:
             return []
@@ -248,4 +295,57 @@ class MemoryStore:
             lesson.confidence = round(max(0.0, lesson.confidence - PENALTY), 6)
             return True
 
-        return self._modify(ids, backfired)
+        with self.file.lock:
+            done = self._modify(ids, backfired)
+            index = self._sync(locked=True)
+            slots = [index.by_id[i] for i in done if i in index.by_id]
+            floor = [index.slots[s] for s in slots if below_floor(index.slots[s])]  # type: ignore[arg-type]
+            if floor:
+                retire_locked(self, index, [(x, floor_reason(x)) for x in floor])  # type: ignore[misc]
+            return done
+
+    # ------------------------------------------------------------------ consolidation
+    def consolidate(
+        self, ids: Iterable[str] | None = None, dry_run: bool = False
+    ) -> ConsolidationReport:
+        """Merge near-duplicates (among ``ids``, or all) and retire what keeps backfiring."""
+        return _consolidate.consolidate(self, ids, dry_run)
+
+    def retire(self, ids: Iterable[str], reason: str) -> list[str]:
+        """Move lessons to the retired file with ``reason``; returns the ids retired."""
+        with self.file.lock:
+            index = self._sync(locked=True)
+            found = [index.slots[index.by_id[i]] for i in dict.fromkeys(ids) if i in index.by_id]
+            if found:
+                retire_locked(self, index, [(x, reason) for x in found])  # type: ignore[misc]
+            return [x.id for x in found]  # type: ignore[union-attr]
+
+    def _retired_file(self) -> JsonlFile[Lesson]:
+        return JsonlFile(side_path(self.file, "retired"), Lesson)
+
+    def retired(self) -> list[Lesson]:
+        """The retired lessons, oldest first, with their ``retired_at`` and ``retired_reason``."""
+        file = self._retired_file()
+        file.refresh()
+        return list(file.records)
+
+    def restore(self, lesson_id: str) -> Lesson:
+        """Bring a retired lesson back (its confidence raised to the floor, so that the next
+        consolidation keeps it); raises LessonNotFound."""
+        with self.file.lock:
+            index = self._sync(locked=True)
+            file = self._retired_file()
+            with file.lock:
+                file.refresh_locked()
+                found = [x for x in file.records if x.id == lesson_id]
+                if not found:
+                    raise LessonNotFound(lesson_id)
+                if lesson_id not in index.by_id:
+                    lesson = found[-1].model_copy(deep=True)
+                    for key in ("retired_at", "retired_reason"):
+                        (lesson.__pydantic_extra__ or {}).pop(key, None)
+                    lesson.confidence = max(lesson.confidence, RETIRE_CONFIDENCE)
+                    index = self._apply(self.file.append_locked([lesson]))
+                # written back before it leaves the retired file: a crash leaves it in both
+                file.rewrite_locked([x for x in file.records if x.id != lesson_id])
+            return index.slots[index.by_id[lesson_id]]  # type: ignore[return-value]

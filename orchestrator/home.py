@@ -16,6 +16,17 @@ from pathlib import Path
 from orchestrator.errors import CadillacError
 
 ENV_VAR = "CADILLAC_HOME"
+GLOBAL_ENV_VAR = "CADILLAC_GLOBAL_DIR"
+
+
+def global_root() -> Path:
+    """The global scope: what holds in every project (notes, skills). ``CADILLAC_GLOBAL_DIR``,
+    else ``$XDG_CONFIG_HOME/cadillac``, else ``~/.config/cadillac``."""
+    raw = os.environ.get(GLOBAL_ENV_VAR)
+    if raw:
+        return Path(raw).expanduser().absolute()
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path("~/.config").expanduser())
+    return Path(config).expanduser().absolute() / "cadillac"
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,23 @@ class Home:
     @property
     def runs_dir(self) -> Path:
         return self.root / "runs"
+
+    @property
+    def notes_dir(self) -> Path:
+        """Notes of the home scope: what people (or builds) said about this project."""
+        return self.root / "notes"
+
+    @property
+    def skills_dir(self) -> Path:
+        return self.root / "skills"
+
+    @property
+    def global_notes_dir(self) -> Path:
+        return global_root() / "notes"
+
+    @property
+    def global_skills_dir(self) -> Path:
+        return global_root() / "skills"
 
     def check(self, write: bool = False) -> Home:
         """Raise CadillacError unless the home can be read (and written, or created)."""

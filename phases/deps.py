@@ -1,11 +1,14 @@
 """deps: declare the dependencies; cadillac installs them into the workspace's own environment.
 
-The check makes ``.venv`` in the workspace when it is missing (a copy of a cached
-template made with the Python running cadillac), then runs cadillac's own install
-commands for the dependency files the plan declares (:mod:`orchestrator.sandbox.installs`):
-the only commands of a build that reach the network, and ones that run no code of the
-project or of what it depends on while they do. A plan's own ``install_command``, if it
-has one, runs afterwards without the network.
+The check makes ``.venv`` in the workspace afresh (a copy of a cached template made
+with the Python running cadillac), then runs cadillac's own install commands for the
+dependency files the plan declares (:mod:`orchestrator.sandbox.installs`): the only
+commands of a build that reach the network, and ones that run no code of the project
+or of what it depends on while they do. The environment is made anew before every
+install because the model can write into it: a ``bin/python`` it replaced (or linked to
+a script of its own) or a ``.pth`` file it planted in ``site-packages`` would otherwise
+run with the network on. A plan's own ``install_command``, if it has one, runs
+afterwards without the network.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
             summary=f"no dependency file: write one of {', '.join(DEPENDENCY_FILES)} and list it "
             "in plan.json's files",
         )
-    failed = ensure_venv(ctx, root)
+    failed = ensure_venv(ctx, root, fresh=True)
     if failed is not None:
         return failed
     try:
@@ -56,18 +59,20 @@ def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
     return CheckResult(passed=True, summary=f"{declared[0]} installed into .venv")
 
 
-def ensure_venv(ctx: PhaseContext, root: Path) -> CheckResult | None:
-    """``root/.venv`` ready to use, made by cadillac; a failing CheckResult, or None."""
+def ensure_venv(ctx: PhaseContext, root: Path, fresh: bool = False) -> CheckResult | None:
+    """``root/.venv`` ready to use, made by cadillac (``fresh``: made anew even when one is
+    there, before a step with the network); a failing CheckResult, or None."""
     venv = root / ".venv"
     found = what_is(venv)
-    if found == "a folder" and what_is(venv / "bin" / "python") in (None, "a symbolic link"):
+    usable = what_is(venv / "bin" / "python") in (None, "a symbolic link")
+    if found == "a folder" and usable and not fresh:
         return None
     if found not in ("nothing", "a folder"):
         return CheckResult(
             passed=False, summary=f".venv in the workspace is {found}; remove it, cadillac makes it"
         )
     if found == "a folder":
-        shutil.rmtree(venv)  # a half-made environment (rmtree never follows links)
+        shutil.rmtree(venv)  # half-made, or the model's (rmtree never follows links)
     failed = make_venv(venv, ctx.cache_dir)
     return None if failed is None else CheckResult(passed=False, summary=failed[:300])
 

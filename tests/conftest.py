@@ -24,6 +24,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setenv("CADILLAC_HOME", str(home))
+    # the global scope of notes and skills (~/.config/cadillac) is under tmp_path too
+    monkeypatch.setenv("CADILLAC_GLOBAL_DIR", str(tmp_path / "global"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("TMPDIR", str(scratch))
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     monkeypatch.chdir(tmp_path)

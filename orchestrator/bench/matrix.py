@@ -37,6 +37,7 @@ from orchestrator.build.learning import DeferredLearning, HomeLearning
 from orchestrator.build.runs import new_run_id
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
+from orchestrator.hooks import Hooks
 from orchestrator.sandbox.installs import remove_envs
 
 
@@ -49,6 +50,7 @@ def run_one(
     score: bool = True,
     stop: threading.Event | None = None,
     keep_envs: bool = False,
+    hooks: Hooks | None = None,
 ) -> TaskRun:
     """One build of one task, scored (unless ``score`` is False: an improve trial's builds
     are scored by the cycle, with checks the trial never sees). Unless ``keep_envs``, the
@@ -63,10 +65,12 @@ def run_one(
     try:
         if task.kind == "enhance":  # a change to the task's starting project, copied
             builder = Builder.enhance(
-                home, config, task.prompt, task.repo, learning=learning, stop=stop
+                home, config, task.prompt, task.repo, learning=learning, stop=stop, hooks=hooks
             )
         else:
-            builder = Builder.start(home, config, task.prompt, learning=learning, stop=stop)
+            builder = Builder.start(
+                home, config, task.prompt, learning=learning, stop=stop, hooks=hooks
+            )
         out.run_id = builder.run.id
         summary = builder.build()
     except KeyboardInterrupt:  # in a worker thread: only the stop event raises it
@@ -121,6 +125,7 @@ def run_matrix(
     max_tokens: int | None = None,
     seed: int | None = None,
     keep_envs: bool = False,
+    hooks: Hooks | None = None,
 ) -> MatrixResults:
     """Run the matrix (see the module docstring); results are also written to disk.
 
@@ -131,6 +136,9 @@ def run_matrix(
     cycle's baseline and candidate) draw alike. Ctrl-C (or SIGTERM, which cadillac
     turns into it) stops the run: queued builds are dropped, running ones are told to
     stop and their commands killed, and the results say so.
+
+    ``hooks`` are the plugins every build tells, and that are told of the results when the
+    run ends (``matrix_end``; not when it is interrupted); None: the installed ones.
     """
     tasks = [
         t for t in load_matrix(matrix, require_checks=score) if split == "all" or t.split == split
@@ -153,6 +161,7 @@ def run_matrix(
     target = HomeLearning(home) if learn else None
     stop = threading.Event()
     spend = _Spend(max_cost_usd, max_tokens)
+    hooks = Hooks.load() if hooks is None else hooks
 
     def one(task: MatrixTask, r: int) -> TaskRun:
         if spend.reason or stop.is_set():
@@ -164,7 +173,7 @@ def run_matrix(
             build if seed is None else build.model_copy(update={"seed": build_seed(seed, task, r)})
         )
         learning = deferred if task.split == "train" else discarded
-        run = run_one(home, task, r, seeded, learning, score, stop, keep_envs)
+        run = run_one(home, task, r, seeded, learning, score, stop, keep_envs, hooks)
         spend.add(run)
         return run
 
@@ -203,6 +212,9 @@ def run_matrix(
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         lock.release()
+    ended = results.model_dump(mode="json")
+    ended["folder"] = str(folder)
+    hooks.report(hooks.call("matrix_end", results=ended), None)
     return results
 
 

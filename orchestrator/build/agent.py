@@ -11,9 +11,14 @@ ends the build, resumably). A phase that does not pass ends the build.
 
 After every phase, passed or not, the model reflects once and the lessons it draws are
 saved (dedup merges restatements), and one budget row is recorded. At the end, a passing
-build boosts the lessons the model cited as applied; a failing one penalises those whose
-trigger the failure echoes. Every step is an event in the run (:meth:`Builder.emit`) as
-it happens, and the summary is rewritten after each phase.
+build boosts the lessons the model cited as applied and the skills it was shown; a failing
+one penalises the lessons whose trigger the failure echoes, and the skills. A passing build
+whose work recurs (:mod:`orchestrator.build.skills`) drafts a skill. Every step is an event
+in the run (:meth:`Builder.emit`) as it happens, and the summary is rewritten after each
+phase. The memory part of the prompt (notes and lessons) is built once per build
+(:mod:`orchestrator.build.memory_view`); the model changes the memory in-band with the
+memory tool (:mod:`orchestrator.build.memory_tool`). A user's plugins hear of the build
+through hooks (:mod:`orchestrator.hooks`) and can never break it.
 """
 
 from __future__ import annotations
@@ -30,14 +35,18 @@ from pathlib import Path
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory import MemoryStore, PhaseBudgets, format_for_prompt
+from memory import Lesson, MemoryStore, PhaseBudgets, format_for_prompt
+from memory.notes import Notebook
+from memory.skills import BadSkill, SkillBook
 from memory.tags import infer_tags_from_text, stack_tags
 from orchestrator import __version__
 from orchestrator.build import source as sources
 from orchestrator.build.context import compact
 from orchestrator.build.knowledge import Knowledge
 from orchestrator.build.learning import HomeLearning, Learning
-from orchestrator.build.prompt import opening
+from orchestrator.build.memory_tool import MemoryTool
+from orchestrator.build.memory_view import NotesConfig, memory_view, skills_text
+from orchestrator.build.prompt import opening, phase_part, stable_prefix
 from orchestrator.build.reflect import PhaseRecord, reflect
 from orchestrator.build.runs import (
     BaselineRecord,
@@ -47,8 +56,10 @@ from orchestrator.build.runs import (
     TaskRecord,
     new_run_id,
 )
+from orchestrator.build.skills import draft_skill, find_recurrence
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
+from orchestrator.hooks import Hooks
 from orchestrator.llm.client import LLMClient, LLMConfig, ModelError, ToolCall, check_model
 from orchestrator.sandbox.executor import ExecConfig, check_sandbox, run_command
 from orchestrator.sandbox.files import UnsafeFile, read_regular, what_is
@@ -74,6 +85,8 @@ class BuildConfig(BaseModel):
     """Lessons recalled into every phase prompt."""
     lessons_chars: int = Field(default=4000, ge=0)
     """Character budget of the lessons section."""
+    notes: NotesConfig = Field(default_factory=NotesConfig)
+    """Character caps of the notes (and skills) in the prompt."""
     max_cost_usd: float | None = Field(default=None, gt=0)
     """End the build (resumably) before the spend would pass this."""
     max_tokens: int | None = Field(default=None, gt=0)
@@ -133,6 +146,8 @@ class PhaseRun:
     record: PhaseRecord
     emit: Callable[..., None]
     """An event of this phase and its current round."""
+    part: str = ""
+    """The system message after the build's stable prefix (the phase's own part)."""
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -149,6 +164,7 @@ class Builder:
         learning: Learning | None = None,
         stop: threading.Event | None = None,
         record: TaskRecord | None = None,
+        hooks: Hooks | None = None,
     ):
         self.home, self.config, self.task, self.run = home, config, task, run
         self.record = record or run.task()
@@ -167,6 +183,8 @@ class Builder:
         self.store = MemoryStore(home.memory_path)
         self.history = PhaseBudgets(home.budgets_path, DEFAULT_ROUNDS)
         self.learning: Learning = learning or HomeLearning(home)
+        self.hooks = Hooks.load() if hooks is None else hooks
+        """A user's plugins (entry points and --plugin): told of the build, never in its way."""
         llm = (
             config.llm
             if config.seed is None
@@ -185,14 +203,6 @@ class Builder:
             run.id,
             on_error=lambda message: self.emit("knowledge_error", error=message[:500]),
         )
-        self.toolbox = ToolBox(
-            self.workspace,
-            config.executor,
-            path_prefix=[self.venv_bin],
-            env=self.env,
-            stop=self.stop,
-            knowledge=self.knowledge.answer,
-        )
         self.phases = load_phases()
         self.summary = run.summary() or RunSummary(
             run_id=run.id, task=task, model=config.llm.model, kind=self.record.kind
@@ -202,6 +212,35 @@ class Builder:
         recalled = self.store.recall(task, limit=config.recall_limit, exclude_tags=("self",))
         self.lessons_text = format_for_prompt(recalled, config.lessons_chars)
         self.recalled_ids = [r.lesson.id for r in recalled]
+        self.notebook = Notebook(home.notes_dir, home.global_notes_dir)
+        self.skillbook = SkillBook(home.skills_dir, home.global_skills_dir)
+        self.skills = self.skillbook.match(task, self.tags, limit=config.notes.skills_limit)
+        self.view = self._memory_view()
+        self.prefix = stable_prefix(self.view.text)
+        """The start of every phase's system message: the same for the whole build."""
+        self.memory_changed = False
+        self.memory_tool = MemoryTool(
+            store=self.store,
+            notebook=self.notebook,
+            skills=self.skillbook,
+            learning=self.learning,
+            run_id=run.id,
+            task=task,
+            tags=self.tags,
+            recalled=self.recalled_ids,
+            emit=self._memory_event,
+            on_change=self._memory_change,
+            saved=list(self.summary.memory_saved),  # a resumed run's earlier saves stay its own
+        )
+        self.toolbox = ToolBox(
+            self.workspace,
+            config.executor,
+            path_prefix=[self.venv_bin],
+            env=self.env,
+            stop=self.stop,
+            knowledge=self.knowledge.answer,
+            memory=self.memory_tool.answer,
+        )
         self.failure = ""
         """The last failure the model saw (a check's or the model's), for penalties."""
         self.started = time.time()
@@ -292,6 +331,8 @@ class Builder:
         s = self.summary
         s.status, s.reason, s.ended = "running", "", None
         s.lessons_recalled = self.recalled_ids
+        s.notes_seen = [*self.view.pinned, *self.view.relevant]
+        s.skills_seen = [skill.name for skill in self.skills]
         s.unsafe_no_sandbox = self.config.executor.sandbox == "none"
         self.started, self.base_seconds, self.failure = time.time(), s.seconds, ""
         budgets = self.history.compute_budgets(self.tags)
@@ -305,7 +346,11 @@ class Builder:
             sandbox=self.config.executor.sandbox,
             recalled=self.recalled_ids,
             budgets={k: b.model_dump() for k, b in budgets.items()},
+            memory=self.view.event(),
+            skills=s.skills_seen,
+            plugins=self.hooks.names,
         )
+        self._hook("build_start", task=self.task, config=self.record.config)
         try:
             for name in (p for p in PHASES if p not in done):
                 result = self._unchanged_deps() if name == "deps" else None
@@ -320,6 +365,7 @@ class Builder:
                     break
             else:
                 s.status, s.reason = "passed", "all six phases passed"
+                self._draft_skill()
         except CostLimitReached as exc:
             s.status, s.reason = "stopped", str(exc)
         except KeyboardInterrupt:
@@ -366,8 +412,10 @@ class Builder:
         r.rounds += 1
         self._progress(p, "thinking")
         self._guard_limits()
+        if self.memory_changed:
+            self._rebuild_memory(p)
         compact(p.messages, self.config.context_chars)
-        reply = self.llm.complete(p.messages, TOOLS)
+        reply = self.llm.complete(p.messages, TOOLS, stable_chars=len(self.prefix))
         p.messages.append(reply.as_message())
         if not reply.tool_calls:
             p.messages.append({"role": "user", "content": NUDGE})
@@ -419,19 +467,45 @@ class Builder:
         phase = self.phases[name]
         ctx = self._context()
         result = PhaseSummary(phase=name, outcome="budget_exhausted", budget=budget)
-        messages = opening(
-            phase,
-            self.task,
-            self.workspace,
-            self.summary.phases,
-            self.lessons_text,
-            existing=self._existing_project(),
+        part = phase_part(
+            phase, skills_text(self.skills, name, self.config.notes), self._existing_project()
         )
+        messages = opening(phase, self.task, self.workspace, self.summary.phases, self.prefix, part)
+        self.memory_tool.phase_saves.clear()
 
         def emit(kind: str, **fields) -> None:
             self.emit(kind, phase=name, round=result.rounds, **fields)
 
-        return PhaseRun(phase, ctx, result, messages, PhaseRecord(self.task, name), emit)
+        record = PhaseRecord(self.task, name)
+        return PhaseRun(phase, ctx, result, messages, record, emit, part=part)
+
+    # ------------------------------------------------------------------ memory in the prompt
+    def _memory_view(self):
+        notes = self.notebook.all()
+        relevant = self.notebook.relevant(self.task, limit=self.config.notes.relevant_limit)
+        return memory_view(notes, relevant, self.lessons_text, self.config.notes)
+
+    def _memory_change(self) -> None:
+        self.memory_changed = True
+
+    def _rebuild_memory(self, p: PhaseRun) -> None:
+        """The model changed a note: the prefix is rebuilt once, for this and later phases."""
+        self.memory_changed = False
+        self.view = self._memory_view()
+        self.prefix = stable_prefix(self.view.text)
+        p.messages[0] = {"role": "system", "content": self.prefix + p.part}
+        p.emit("memory_prompt", rebuilt=True, **self.view.event())
+
+    def _memory_event(self, kind: str, **fields) -> None:
+        """An event of the memory tool; a lesson it saved also reaches the plugins."""
+        lesson = fields.pop("lesson", None)
+        self.emit(kind, **fields)
+        if lesson is not None:
+            self._hook("lesson_saved", lesson=lesson)
+
+    def _hook(self, name: str, **payload) -> None:
+        """Tell the plugins; one that fails is an event and a warning line, never an error."""
+        self.hooks.report(self.hooks.call(name, **payload), self.emit)
 
     def _context(self) -> PhaseContext:
         return PhaseContext(
@@ -530,6 +604,7 @@ class Builder:
             seconds=r.seconds,
             check=r.check,
         )
+        self._hook("phase_end", phase=r.phase, summary=r.model_dump(mode="json"))
         if not learn:
             return
         tags = self._tags()
@@ -539,8 +614,9 @@ class Builder:
             self._reflect(p.record, tags)
 
     def _reflect(self, record: PhaseRecord, tags: list[str]) -> None:
+        saved = self.memory_tool.phase_saves
         try:
-            lessons, skipped, answer = reflect(self.llm, record, tags, self.task)
+            lessons, skipped, answer = reflect(self.llm, record, tags, self.task, saved)
         except ModelError as exc:
             self.emit("reflection_failed", phase=record.phase, error=str(exc))
             return
@@ -558,6 +634,7 @@ class Builder:
                 deferred=stored_id is None,
                 trigger=lesson.trigger,
             )
+            self._hook("lesson_saved", lesson=_lesson_payload(lesson, stored_id))
         self.emit(
             "reflection",
             phase=record.phase,
@@ -568,6 +645,10 @@ class Builder:
 
     def _reinforce(self) -> None:
         s = self.summary
+        if self.skills and s.status in ("passed", "failed"):
+            names = [skill.name for skill in self.skills]
+            changed = self.learning.skill_outcome(names, s.status == "passed")
+            self.emit("skills_reinforced", names=changed, passed=s.status == "passed")
         applied = sorted({i for p in s.phases for i in p.applied_lessons})
         s.lessons_applied = applied
         if not applied:
@@ -612,10 +693,38 @@ class Builder:
     def _progress(self, p: PhaseRun, action: str) -> None:
         self.on_progress(Progress(p.result.phase, p.result.rounds, p.result.budget, action))
 
+    def _draft_skill(self) -> None:
+        """A passing single build whose work recurs drafts a skill (one short extra call)."""
+        if not isinstance(self.learning, HomeLearning) or self.summary.kind != "build":
+            return  # a matrix run or a trial measures; it does not write skills
+        found = find_recurrence(
+            self.home.runs_dir, self.run.id, self._tags(), self.run.workspace, self.skillbook
+        )
+        if found is None:
+            return
+        try:
+            plan = load_plan(self.run.workspace).model_dump_json(indent=1)
+        except PlanError:
+            return
+        skill, why = draft_skill(self.llm, self.task, found, plan)
+        if skill is None:
+            self.emit("skill_draft_refused", runs=found.runs, reason=why[:500])
+            return
+        skill.origin = f"build {self.run.id}"
+        try:
+            self.learning.save_skill(skill)
+        except BadSkill as exc:  # a skill of that name exists: a person's is never replaced
+            self.emit("skill_draft_refused", runs=found.runs, reason=str(exc)[:500])
+            return
+        self.summary.skill_written = skill.name
+        self.emit("skill_written", name=skill.name, runs=found.runs, tags=found.tags)
+
     def _finish(self) -> None:
         self.summary.ended = time.time()
         self._save()
         self.emit("build_end", status=self.summary.status, reason=self.summary.reason)
+        summary = self.summary.model_dump(mode="json") | {"home": str(self.home.root)}
+        self._hook("build_end", summary=summary)
 
     def _save(self) -> None:
         s, t = self.summary, self.llm.totals
@@ -623,7 +732,14 @@ class Builder:
         s.llm_calls, s.failed_attempts = t.calls, t.failed_attempts
         s.tokens_in, s.tokens_out, s.cost_usd = t.tokens_in, t.tokens_out, t.cost_usd
         s.files = self.workspace.files()
+        s.memory_saved = list(self.memory_tool.saved)
         self.run.save_summary(s)
+
+
+def _lesson_payload(lesson: Lesson, stored_id: str | None) -> dict:
+    data = lesson.model_dump(mode="json")
+    data["id"] = stored_id or data.get("id") or ""
+    return data
 
 
 def dependency_hashes(root: Path) -> dict[str, str]:

@@ -11,6 +11,7 @@ with the prompt in ``phases/reflect.md``, and parses the answer into lessons
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memory import Lesson
@@ -19,6 +20,10 @@ from orchestrator.llm.client import LLMClient
 from phases.base import read_prompt
 
 RECORD_CHARS = 12_000
+ALREADY_SAVED = (
+    "Already saved with the memory tool during this phase (do not repeat these; "
+    "answer NONE if nothing else is worth keeping):"
+)
 
 
 def _short(text: str, limit: int) -> str:
@@ -55,12 +60,21 @@ class PhaseRecord:
 
 
 def reflect(
-    llm: LLMClient, record: PhaseRecord, tags: list[str], source_task: str
+    llm: LLMClient,
+    record: PhaseRecord,
+    tags: list[str],
+    source_task: str,
+    already_saved: Sequence[str] = (),
 ) -> tuple[list[Lesson], list[str], str]:
-    """(lessons, skipped-line reasons, raw answer) for one phase."""
+    """(lessons, skipped-line reasons, raw answer) for one phase; ``already_saved`` is what
+    the model saved with the memory tool during the phase, so that it is not said twice."""
+    text = record.text()
+    if already_saved:
+        lines = "\n".join(f"- {line}" for line in already_saved)
+        text += f"\n\n{ALREADY_SAVED}\n{lines}"
     messages = [
         {"role": "system", "content": read_prompt("reflect")},
-        {"role": "user", "content": record.text()},
+        {"role": "user", "content": text},
     ]
     answer = llm.complete(messages, tools=None).content or ""
     lessons, skipped = parse_reflection(answer, tags=tags, source_task=source_task)

@@ -121,6 +121,14 @@ class RunSummary(BaseModel):
     lessons_saved: list[str] = Field(default_factory=list)
     lessons_boosted: list[str] = Field(default_factory=list)
     lessons_penalised: list[str] = Field(default_factory=list)
+    notes_seen: list[str] = Field(default_factory=list)
+    """Notes whose full text the build's prompt carried (pinned and relevant ones)."""
+    skills_seen: list[str] = Field(default_factory=list)
+    """Skills that matched the task: in full in the plan phase, by name in the others."""
+    skill_written: str | None = None
+    """The skill drafted at the end of this build, when its work recurred."""
+    memory_saved: list[str] = Field(default_factory=list)
+    """What the model saved with the memory tool: ``lesson:ID``, ``note:NAME``, ``skill:NAME``."""
     files: list[str] = Field(default_factory=list)
     unsafe_no_sandbox: bool = False
     """The user ran the model's commands without a sandbox (``--unsafe-no-sandbox``)."""

@@ -20,11 +20,11 @@ import warnings
 from collections.abc import Sequence
 
 from orchestrator import __version__
-from orchestrator.cli import build, enhance, improve, index, matrix, memory, nightly
+from orchestrator.cli import build, enhance, improve, index, matrix, memory, nightly, skills
 from orchestrator.cli.args import Parser, UsageError, home_options
 from orchestrator.errors import CadillacError
 
-GROUPS = (memory, build, enhance, index, matrix, improve, nightly)
+GROUPS = (memory, skills, build, enhance, index, matrix, improve, nightly)
 
 
 def build_parser() -> argparse.ArgumentParser:

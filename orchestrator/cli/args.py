@@ -2,8 +2,9 @@
 
 The parser turns a usage mistake into a :class:`UsageError` (one line, exit status 2)
 instead of argparse's usage text and exit. The option groups that several commands take
-(``--home``; the model; the matrix; the improve cycle) are defined once here and given to
-each command as argparse parents, so a flag and its help read the same everywhere.
+(``--home``; the model; the matrix; the improve cycle; ``--plugin``) are defined once here
+and given to each command as argparse parents, so a flag and its help read the same
+everywhere.
 """
 
 from __future__ import annotations
@@ -201,6 +202,31 @@ def cycle_options() -> Parser:
         "--apply", action="store_true", help="fast-forward the checkout to the kept patches"
     )
     return p
+
+
+@functools.cache
+def plugin_options() -> Parser:
+    """``--plugin``: a plugin of the user's own, besides the installed ones (entry points)."""
+    p = Parser(add_help=False)
+    p.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE[:OBJECT]",
+        help="load a plugin (a module, or a class, instance or function in it) besides the "
+        "installed ones (repeatable)",
+    )
+    return p
+
+
+def load_hooks(args: argparse.Namespace):
+    """The plugins of a command line: the installed ones and each ``--plugin`` (CadillacError
+    for one of those that cannot be loaded); an installed one that cannot be loaded is
+    skipped with a warning line."""
+    from orchestrator.hooks import Hooks
+
+    hooks = Hooks.load(getattr(args, "plugin", None) or ())
+    hooks.report(hooks.load_errors, None)
+    return hooks
 
 
 def command(commands, name: str, help: str, *parents: Parser, run=None, **defaults):

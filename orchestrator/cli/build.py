@@ -27,7 +27,9 @@ from orchestrator.cli import output
 from orchestrator.cli.args import (
     actions,
     command,
+    load_hooks,
     model_options,
+    plugin_options,
     sandbox_options,
     spend_options,
 )
@@ -44,6 +46,7 @@ def add_parsers(commands) -> None:
         model_options(),
         sandbox_options(),
         spend_options(),
+        plugin_options(),
         run=build,
     )
     p.add_argument("task", nargs="?", help='what to build, e.g. "a Flask todo API with SQLite"')
@@ -84,9 +87,10 @@ def build(args: argparse.Namespace) -> int:
         config = build_config(args, recorded=recorded)
         Builder.preflight(config)
         warn_unused_api_base(args, config)
+        hooks = load_hooks(args)
         home.check(write=True)
         try:
-            builder = Builder.resume(home, config, run_id)
+            builder = Builder.resume(home, config, run_id, hooks=hooks)
         except NothingToResume as exc:
             print(exc)
             return 0
@@ -101,8 +105,9 @@ def build(args: argparse.Namespace) -> int:
         config = build_config(args)
         Builder.preflight(config)
         warn_unused_api_base(args, config)
+        hooks = load_hooks(args)
         home = Home.resolve(getattr(args, "home", None)).check(write=True)
-        builder = Builder.start(home, config, task)
+        builder = Builder.start(home, config, task, hooks=hooks)
     return run_resumably(builder, args, home)
 
 

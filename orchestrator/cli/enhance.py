@@ -13,7 +13,14 @@ import argparse
 from pathlib import Path
 
 from orchestrator.cli import output
-from orchestrator.cli.args import command, model_options, sandbox_options, spend_options
+from orchestrator.cli.args import (
+    command,
+    load_hooks,
+    model_options,
+    plugin_options,
+    sandbox_options,
+    spend_options,
+)
 from orchestrator.cli.config import build_config, utf8, warn_unused_api_base
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
@@ -27,6 +34,7 @@ def add_parsers(commands) -> None:
         model_options(),
         sandbox_options(),
         spend_options(),
+        plugin_options(),
         run=enhance,
     )
     p.add_argument("path", metavar="PATH", help="the project: a git repository or a folder")
@@ -44,6 +52,7 @@ def add_parsers(commands) -> None:
         model_options(),
         sandbox_options(),
         spend_options(),
+        plugin_options(),
         run=iterate,
     )
     p.add_argument("run_id", metavar="RUN", help="a run that passed (see 'cadillac runs list')")
@@ -88,8 +97,11 @@ def enhance(args: argparse.Namespace) -> int:
             f"the cadillac home {home.root} is inside {path}, so its runs would land in the "
             "project: give --home (or CADILLAC_HOME) a folder outside it"
         )
+    hooks = load_hooks(args)
     home.check(write=True)
-    builder = Builder.enhance(home, config, instruction, path, test_command=args.test_cmd)
+    builder = Builder.enhance(
+        home, config, instruction, path, test_command=args.test_cmd, hooks=hooks
+    )
     status = run_resumably(builder, args, home)
     _report(builder, args)
     if args.apply:
@@ -126,9 +138,16 @@ def iterate(args: argparse.Namespace) -> int:
     config = build_config(args)
     Builder.preflight(config)
     warn_unused_api_base(args, config)
+    hooks = load_hooks(args)
     home.check(write=True)
     builder = Builder.enhance(
-        home, config, instruction, parent.workspace, test_command=args.test_cmd, parent=run_id
+        home,
+        config,
+        instruction,
+        parent.workspace,
+        test_command=args.test_cmd,
+        parent=run_id,
+        hooks=hooks,
     )
     status = run_resumably(builder, args, home)
     _report(builder, args)

@@ -10,8 +10,10 @@ from orchestrator.cli import output
 from orchestrator.cli.args import (
     command,
     cycle_options,
+    load_hooks,
     matrix_options,
     model_options,
+    plugin_options,
     sandbox_options,
     spend_options,
     unit,
@@ -59,6 +61,7 @@ def add_parsers(commands) -> None:
         cycle_options(),
         sandbox_options(),
         spend_options(),
+        plugin_options(),
         run=improve,
     )
     p.add_argument(
@@ -183,7 +186,12 @@ def improve(args: argparse.Namespace) -> int:
         home.check(write=True)
     request = cycle_request(args, args.time_budget)
     warn_about_caps(request)
-    cycle = make_cycle(home, request, on_event=None if args.json else output.err().print)
+    cycle = make_cycle(
+        home,
+        request,
+        on_event=None if args.json else output.err().print,
+        hooks=load_hooks(args),
+    )
     home.check(write=True)  # everything that can be checked was: now the home may be made
     summary = cycle.run()
     if args.json:

@@ -14,8 +14,10 @@ from orchestrator.cli import output
 from orchestrator.cli.args import (
     actions,
     command,
+    load_hooks,
     matrix_options,
     model_options,
+    plugin_options,
     positive,
     sandbox_options,
     spend_options,
@@ -35,6 +37,7 @@ def add_parsers(commands) -> None:
         matrix_options(),
         sandbox_options(),
         spend_options(),
+        plugin_options(),
         run=matrix_run,
     )
     p.add_argument("--repeats", type=positive, default=1, metavar="K")
@@ -120,6 +123,7 @@ def matrix_run(args: argparse.Namespace) -> int:
         check_model(endpoint.model)
     check_sandbox(config.executor)
     load_matrix(matrix, require_checks=not args.build_only)
+    hooks = load_hooks(args)
     home.check(write=True)
     warn_unused_api_base(args, config)
     models = [e.model for e in config.llm.endpoints()]
@@ -151,6 +155,7 @@ def matrix_run(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         seed=args.seed,
         keep_envs=args.keep_envs,
+        hooks=hooks,
     )
     if args.json:
         print(results.model_dump_json(indent=2))

@@ -14,8 +14,10 @@ from orchestrator.cli.args import (
     command,
     cycle_options,
     home_options,
+    load_hooks,
     matrix_options,
     model_options,
+    plugin_options,
     sandbox_options,
     spend_options,
 )
@@ -47,6 +49,7 @@ def add_parsers(commands) -> None:
         cycle_options(),
         sandbox_options(),
         spend_options(),
+        plugin_options(),
         run=nightly,
     )
     time_budget_option(p, default="6h")
@@ -81,7 +84,7 @@ def nightly(args: argparse.Namespace) -> int:
     home = Home.resolve(getattr(args, "home", None))
     request = cycle_request(args, args.time_budget)
     warn_about_caps(request)
-    return run_nightly(home, request)
+    return run_nightly(home, request, hooks=load_hooks(args))
 
 
 def report(args: argparse.Namespace) -> int:

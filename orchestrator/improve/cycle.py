@@ -19,7 +19,8 @@ of repeats) for its first weakness and the night's starting score. Then each ite
    the iterations); the candidate's code builds, the cycle's own code scores;
 5. on acceptance commits exactly the files the proposal edited (anything else changed in
    the worktree rejects it), writes the lesson and goes on from the new code; on rejection
-   removes the branch and remembers it, so no later proposal repeats it.
+   removes the branch and remembers it, so no later proposal repeats it;
+6. tells the plugins of the decision (their ``improve_decision`` hook).
 
 It stops after ``iterations``, on its time budget, at its spend or token cap (between
 builds, cleanly), after two iterations at or above a 0.95 score, after three
@@ -45,6 +46,7 @@ from orchestrator.bench.results import MatrixResults
 from orchestrator.build.runs import new_run_id
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
+from orchestrator.hooks import Hooks
 from orchestrator.improve.git import Worktree, cycle_lock, files_at, git, repo_root, work_tree_clean
 from orchestrator.improve.lessons import SelfLessons
 from orchestrator.improve.proposals import ProposalError, apply_edits, ask_improver
@@ -73,8 +75,11 @@ class ImproveCycle:
         config: ImproveConfig,
         on_event: Callable[[str], None] | None = None,
         folder: Path | None = None,
+        hooks: Hooks | None = None,
     ):
         self.home, self.runner, self.improver, self.config = home, runner, improver, config
+        self.hooks = Hooks.load() if hooks is None else hooks
+        """The plugins told of each iteration's decision (None: the installed ones)."""
         self.repo = repo_root(repo)
         self.say = on_event or (lambda text: None)
         self.lessons = SelfLessons(home)
@@ -140,6 +145,7 @@ class ImproveCycle:
             record, reference = self._iterate(i, s, reference)
             s.iterations.append(record)
             self._save(s)
+            self._tell(s, record)
             if record.status == "stopped":
                 s.stopped_because = record.reason
                 return
@@ -152,6 +158,14 @@ class ImproveCycle:
                 s.stopped_because = f"train score at or above {cfg.good_enough} for two iterations"
                 return
         s.stopped_because = f"{cfg.iterations} iteration(s) done"
+
+    def _tell(self, s: ImproveSummary, record: IterationRecord) -> None:
+        """The plugins' ``improve_decision``: the record, with the run's id, repo and folder."""
+        decision = record.model_dump(mode="json")
+        decision.update(
+            improve_id=s.id, repo=s.repo, folder=str(self.folder / f"iter-{record.iteration}")
+        )
+        self.hooks.report(self.hooks.call("improve_decision", decision=decision), None)
 
     def _save(self, s: ImproveSummary, ended: bool = False) -> None:
         s.builds, s.tokens, s.cost_usd = self.books.builds, self.books.tokens, self.books.cost_usd

@@ -35,12 +35,15 @@ NEVER = (
     "matrices/",
     "tests/",
     "memory/",
+    "orchestrator/build/memory_tool.py",
+    "orchestrator/hooks/",
     ".git/",
     "runs/",
 )
 """Never patched, whatever the allow-list says: the judge (matrices, scoring, the decision
-rule), the improve cycle itself, the sandbox that contains builds, the tests and memory
-data."""
+rule), the improve cycle itself, the sandbox that contains builds, the tests, the memory
+and the memory tool's rules of what a model may change in it, and the hooks that run a
+user's own code."""
 FILE_CHARS = 12_000
 PROMPT = Path(__file__).with_name("improver.md")
 

@@ -18,6 +18,7 @@ from orchestrator.bench.decision import DecisionConfig, smallest_p
 from orchestrator.bench.tasks import DEFAULT_MATRIX
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
+from orchestrator.hooks import Hooks
 from orchestrator.improve.cycle import ImproveCycle
 from orchestrator.improve.git import repo_root
 from orchestrator.improve.records import ImproveConfig
@@ -55,6 +56,7 @@ def make_cycle(
     request: CycleRequest,
     on_event: Callable[[str], None] | None = None,
     folder: Path | None = None,
+    hooks: Hooks | None = None,
 ) -> ImproveCycle:
     for endpoint in [*request.builder.endpoints(), *request.improver.endpoints()]:
         check_model(endpoint.model)
@@ -89,4 +91,6 @@ def make_cycle(
             "kept; add train tasks or run fewer --iterations"
         )
     improver = LLMClient(request.improver)
-    return ImproveCycle(home, repo, runner, improver, config, on_event=on_event, folder=folder)
+    return ImproveCycle(
+        home, repo, runner, improver, config, on_event=on_event, folder=folder, hooks=hooks
+    )

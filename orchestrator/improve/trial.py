@@ -30,6 +30,7 @@ import shlex
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -41,12 +42,14 @@ from pydantic import ValidationError
 from orchestrator.bench.results import NOT_BUILT, MatrixResults, TaskRun, summarise
 from orchestrator.bench.scoring import score_build
 from orchestrator.bench.tasks import MatrixTask, load_matrix
-from orchestrator.build.runs import new_run_id
+from orchestrator.build.runs import RunSummary, TaskRecord, new_run_id
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
+from orchestrator.hooks import NO_PLUGINS_ENV
 from orchestrator.llm.client import LLMConfig
 from orchestrator.llm.keys import provider_env
 from orchestrator.sandbox.executor import ExecConfig, run_command
+from orchestrator.sandbox.files import read_regular, what_is
 from orchestrator.sandbox.installs import remove_envs
 
 RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}")
@@ -123,6 +126,71 @@ class CapReached(CadillacError):
         self.spent = spent
 
 
+STOPPED = "interrupted: the improve cycle was stopped (Ctrl-C or SIGTERM) and killed its trial"
+RECORD_LIMIT = 4_000_000
+"""The largest trial record read back (bytes): a trial's records are data, not trusted."""
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` anew by renaming a fresh file over it: a link a trial left at either
+    name is replaced, never followed."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+def mark_interrupted(home: Path) -> None:
+    """Say ``interrupted`` in the records of a trial killed mid-round (its process group
+    gets SIGKILL, so nothing in it could): each build of its home still ``running`` (or
+    without a summary yet) and its matrix run's results. Folders and files that are links
+    or not regular files are left alone; a record that cannot be read is left as it is."""
+    runs = home / "runs"
+    if runs.is_symlink() or not runs.is_dir():
+        return
+    now = time.time()
+    for folder in runs.iterdir():
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        try:
+            if RUN_ID.fullmatch(folder.name):
+                _interrupt_build(folder, now)
+            elif folder.name.startswith("matrix-"):
+                _interrupt_matrix(folder, now)
+        except (OSError, ValueError):  # a record cut by the kill, or a hostile one: as it is
+            continue
+
+
+def _interrupt_build(folder: Path, now: float) -> None:
+    summary_path = folder / "summary.json"
+    if what_is(summary_path) == "nothing":
+        task = TaskRecord.model_validate_json(read_regular(folder / "task.json", RECORD_LIMIT))
+        summary = RunSummary(
+            run_id=folder.name, task=task.task, model=task.config.get("llm", {}).get("model", "")
+        )
+        summary.started = task.created
+    else:
+        summary = RunSummary.model_validate_json(read_regular(summary_path, RECORD_LIMIT))
+        if summary.status != "running":
+            return
+    summary.status, summary.reason, summary.ended = "interrupted", STOPPED, now
+    summary.seconds = round(max(0.0, now - summary.started), 3)
+    _replace(summary_path, summary.model_dump_json(indent=2) + "\n")
+
+
+def _interrupt_matrix(folder: Path, now: float) -> None:
+    path = folder / "results.json"
+    results = MatrixResults.model_validate_json(read_regular(path, RECORD_LIMIT))
+    if results.ended is not None and results.stopped_because:
+        return
+    results.stopped_because, results.ended = "interrupted", results.ended or now
+    for run in results.runs:
+        if run.status == "running":
+            run.status = "interrupted"
+    _replace(path, results.model_dump_json(indent=2) + "\n")
+
+
 class MatrixRunner(Protocol):
     def run(self, code: Path, label: str, folder: Path, round: RoundSpec) -> MatrixResults:
         """A round of the matrix built with the orchestrator in ``code`` and scored by the
@@ -178,7 +246,8 @@ class SandboxedMatrix:
             stop=self.stop,
         )
         (trial / "trial.log").write_text(done.for_model(), encoding="utf-8")
-        if done.stopped:
+        if done.stopped:  # killed outright: its builds could not say so themselves
+            mark_interrupted(home)
             raise KeyboardInterrupt
         claimed = self._claimed(home)
         if claimed is None:
@@ -235,7 +304,9 @@ class SandboxedMatrix:
         return shlex.join([sys.executable, "-c", LAUNCHER, *argv])
 
     def _env(self, code: Path) -> dict[str, str]:
-        env = {"PYTHONPATH": str(code), "PYTHONDONTWRITEBYTECODE": "1"}
+        # the candidate's code runs here: no plugin of the user's (they run in cadillac's
+        # own process, never in a sandbox) is loaded by it
+        env = {"PYTHONPATH": str(code), "PYTHONDONTWRITEBYTECODE": "1", NO_PLUGINS_ENV: "1"}
         for endpoint in self.llm.endpoints():
             for name in provider_env(endpoint.model, endpoint.api_base):
                 if name in os.environ:

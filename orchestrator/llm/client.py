@@ -283,6 +283,35 @@ def litellm_module():
     return litellm
 
 
+CACHE_MARKER_PROVIDERS = frozenset({"anthropic"})
+"""Providers whose prompt cache needs explicit markers (others cache a prefix by themselves)."""
+
+
+def takes_cache_markers(litellm, model: str) -> bool:
+    try:
+        provider = litellm.get_llm_provider(model)[1]
+    except Exception:  # a name litellm cannot place: send the messages as they are
+        return False
+    return provider in CACHE_MARKER_PROVIDERS
+
+
+def cache_marked(messages: list[dict], stable_chars: int) -> list[dict]:
+    """``messages`` with the first ``stable_chars`` characters of the system message as a
+    text block marked ``cache_control: ephemeral`` (the rest, if any, a second block)."""
+    first = messages[0] if messages else {}
+    content = first.get("content")
+    if first.get("role") != "system" or not isinstance(content, str):
+        return messages
+    if not 0 < stable_chars <= len(content):
+        return messages
+    blocks: list[dict[str, Any]] = [
+        {"type": "text", "text": content[:stable_chars], "cache_control": {"type": "ephemeral"}}
+    ]
+    if content[stable_chars:]:
+        blocks.append({"type": "text", "text": content[stable_chars:]})
+    return [{**first, "content": blocks}, *messages[1:]]
+
+
 def _retryable_classes(litellm) -> tuple[type[BaseException], ...]:
     return (
         litellm.RateLimitError,
@@ -409,8 +438,15 @@ class LLMClient:
         self.open_circuits: set[int] = set()
         """The endpoints (by index) no longer tried."""
 
-    def complete(self, messages: list[dict], tools: list[dict] | None = None) -> LLMReply:
-        """One model turn; raises ModelError when no model can answer."""
+    def complete(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        stable_chars: int | None = None,
+    ) -> LLMReply:
+        """One model turn; raises ModelError when no model can answer. ``stable_chars``: the
+        first message's first characters are the same for the whole build (a provider that
+        takes explicit cache markers gets that prefix marked, see :func:`cache_marked`)."""
         litellm = litellm_module()
         last: BaseException | None = None
         said = ""
@@ -418,7 +454,7 @@ class LLMClient:
             if index in self.open_circuits:
                 continue
             try:
-                reply = self._call(litellm, index, messages, tools)
+                reply = self._call(litellm, index, messages, tools, stable_chars)
             except Exception as exc:  # retries for this model are spent, or it cannot succeed
                 if not is_retryable(exc, litellm):
                     raise ModelError(self._explain(litellm, endpoint, exc)) from exc
@@ -436,12 +472,15 @@ class LLMClient:
             )
         raise ModelError(f"every model failed ({tried}); last error: {said}") from last
 
-    def _call(self, litellm, index: int, messages, tools) -> LLMReply:
+    def _call(self, litellm, index: int, messages, tools, stable_chars=None) -> LLMReply:
         """One model's attempts at one turn (raises what the last attempt raised)."""
+        sent = messages
+        if stable_chars and takes_cache_markers(litellm, self.endpoints[index].model):
+            sent = cache_marked(messages, stable_chars)
         for attempt in self._retrying(litellm):
             with attempt:
                 number = attempt.retry_state.attempt_number
-                return self._attempt(litellm, index, number, messages, tools)
+                return self._attempt(litellm, index, number, sent, tools)
         raise AssertionError("tenacity neither returned nor raised")  # pragma: no cover
 
     def _spent(self, index: int, exc: BaseException, said: str) -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
+from orchestrator.hooks import Hooks
 from orchestrator.improve.setup import CycleRequest
 from orchestrator.nightly.records import NightlyLock, NightlyRecord, night_folder
 from orchestrator.nightly.report import write_reports
@@ -55,8 +56,11 @@ def _echo(log: logging.Logger) -> None:
     log.addHandler(handler)
 
 
-def run_nightly(home: Home, request: CycleRequest, quiet: bool = False) -> int:
-    """The whole nightly (see the module docstring); returns the exit status.
+def run_nightly(
+    home: Home, request: CycleRequest, quiet: bool = False, hooks: Hooks | None = None
+) -> int:
+    """The whole nightly (see the module docstring); returns the exit status. ``hooks``:
+    the plugins told of each decision (None: the installed ones).
 
     CadillacError, with nothing made, when the night cannot run."""
     if home.root.exists():
@@ -70,7 +74,7 @@ def run_nightly(home: Home, request: CycleRequest, quiet: bool = False) -> int:
         if save_now and text.startswith("iter ") and not _is_weakness(text):
             save_now()  # an iteration ended: the report shows it now
 
-    cycle = _cycle(home, request, event)  # every check: fails here, before anything is made
+    cycle = _cycle(home, request, event, hooks)  # every check: fails here, before anything is made
     home.check(write=True)
     lock = NightlyLock(home)
     home.runs_dir.mkdir(parents=True, exist_ok=True)
@@ -146,9 +150,9 @@ def _is_weakness(text: str) -> bool:
     return text.split(": ", 1)[-1].startswith("weakness")
 
 
-def _cycle(home: Home, request: CycleRequest, event):
+def _cycle(home: Home, request: CycleRequest, event, hooks: Hooks | None):
     """The night's cycle, checked (models, sandbox, repository, matrix); its folder is set
     once the night has one."""
     from orchestrator.improve.setup import make_cycle
 
-    return make_cycle(home, request, on_event=event)
+    return make_cycle(home, request, on_event=event, hooks=hooks)

@@ -19,6 +19,19 @@ network is on:
 * ``Cargo.toml``: ``cargo fetch`` (downloads crates; build scripts run only at build time,
   offline). ``go.mod``: ``go mod download``. Their caches live in the project folder.
 
+Nothing of the workspace may choose what these commands run or where they fetch from:
+
+* every command finds its programs on the host's own ``PATH`` (:func:`trusted_path`),
+  never in the workspace's ``.venv/bin`` that callers put first, so a planted
+  ``.venv/bin/npm``, ``node``, ``git`` or ``cargo`` is not what runs with the network;
+  pip is the project's ``.venv/bin/python`` named by its path, in isolated mode
+  (``-I``), so a ``pip/`` folder in the project is not imported in place of pip (what
+  is inside ``.venv`` is the caller's to make fresh: :mod:`phases.deps`);
+* a project's own package-manager configuration (:data:`PROJECT_CONFIG`: ``.npmrc``,
+  ``.cargo/config.toml``, ``.venv/pip.conf`` ...) is refused with its name, as options in
+  a requirements file are: it could name another index, or a program to run (npm's
+  ``git=``, cargo's credential providers).
+
 :func:`install_steps` turns a project folder into these steps; the caller runs each in
 the sandbox, with the network and the package managers' configuration only where a step
 says so. Dependency files are read without following links (:mod:`orchestrator.sandbox.files`).
@@ -26,6 +39,7 @@ says so. Dependency files are read without following links (:mod:`orchestrator.s
 
 from __future__ import annotations
 
+import os
 import shlex
 import tomllib
 from collections.abc import Sequence
@@ -44,10 +58,22 @@ DEPENDENCY_FILES = (
     "Cargo.toml",
     "go.mod",
 )
-PIP = "python -m pip install --no-input --disable-pip-version-check"
+PIP = ".venv/bin/python -I -m pip install --no-input --disable-pip-version-check"
 WHEELS_ONLY = "--only-binary=:all:"
 OFFLINE_PROJECT = f"{PIP} --no-deps --no-index --no-build-isolation -e ."
 INSTALL_TIMEOUT_S = 900.0
+PROJECT_CONFIG = (
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".cargo/config",
+    ".cargo/config.toml",
+    ".cargo-home/config",
+    ".cargo-home/config.toml",
+    ".venv/pip.conf",
+    "pip.conf",
+)
+"""Package-manager configuration a project folder may not carry into an install."""
 ENV_DIRS = (".venv", "node_modules", ".cargo-home", ".gopath", "target")
 """What installs and builds put in a project folder: re-made by the next install."""
 
@@ -140,10 +166,37 @@ def remove_envs(root: Path) -> str:
     return "; ".join(filter(None, (remove_tree(root / name) for name in ENV_DIRS)))
 
 
+def trusted_path(root: Path, path: str | None = None) -> str:
+    """``path`` (default: the host's PATH) without a folder of ``root`` or a relative one."""
+    real = Path(os.path.realpath(root))
+    kept = []
+    for entry in (os.environ.get("PATH", os.defpath) if path is None else path).split(":"):
+        if not entry.startswith("/"):
+            continue
+        folder = Path(os.path.realpath(entry))
+        if folder == real or folder.is_relative_to(real) or entry in kept:
+            continue
+        kept.append(entry)
+    return ":".join(kept) or os.defpath
+
+
 def install_steps(
     root: Path, declared: Sequence[str], plan_dependencies: Sequence[str] = ()
 ) -> list[InstallStep]:
     """The install commands for the dependency files of ``root`` that ``declared`` names."""
+    steps = _steps(root, declared, plan_dependencies)
+    if steps:
+        for name in PROJECT_CONFIG:
+            if what_is(root / name) != "nothing":
+                raise InstallError(
+                    f"{name}: cadillac installs with the package managers' settings of this "
+                    "machine only; remove the project's own configuration"
+                )
+    prefix = f"PATH={shlex.quote(trusted_path(root))} "
+    return [InstallStep(s.what, prefix + s.command, s.network) for s in steps]
+
+
+def _steps(root: Path, declared: Sequence[str], plan_dependencies: Sequence[str]) -> list:
     names = {Path(p).as_posix() for p in declared}
     present = [n for n in DEPENDENCY_FILES if n in names and what_is(root / n) is None]
     steps: list[InstallStep] = []

@@ -10,7 +10,7 @@ A command the model wrote starts with nothing and is given, by name:
 * the install directory of each toolchain a build uses (:func:`toolchain_roots`): the
   interpreter cadillac runs on, and ``node``, ``cargo``, ``go``, ``git`` where they are
   installed. A pyenv or rustup install under a home is bound by its own directory, never
-  the home around it;
+  the home around it (for rustup, ``~/.cargo/bin`` and ``~/.rustup``);
 * the workspace, read-write; a private ``/tmp`` (a tmpfs, gone with the command) holding
   an empty ``HOME``; a minimal ``/dev`` and a ``/proc`` of its own PID namespace;
 * for cadillac's own dependency installs only (``package_config``): the package managers'
@@ -136,7 +136,8 @@ def toolchain_roots(programs: Sequence[str] = TOOLCHAINS, path: str | None = Non
 
     The interpreter cadillac runs on (its base install, which every workspace's virtual
     environment links to) always; each of ``programs`` found on ``path``; and, for a
-    rustup install, the rustup toolchains beside it.
+    rustup install, its ``bin`` folder (never the whole ``~/.cargo``, whose
+    ``credentials.toml`` and ``config.toml`` are the user's) and the rustup toolchains.
     """
     found: list[Path] = [Path(os.path.realpath(sys.base_prefix))]
     base_exe = getattr(sys, "_base_executable", None) or sys.executable
@@ -146,10 +147,12 @@ def toolchain_roots(programs: Sequence[str] = TOOLCHAINS, path: str | None = Non
         if where is None:
             continue
         real = Path(os.path.realpath(where))
-        found.append(_install_root(real))
-        if real.name == "rustup":
+        if real.name == "rustup":  # ~/.cargo/bin only: ~/.cargo also holds credentials.toml
+            found.append(real.parent)
             rustup_home = os.environ.get("RUSTUP_HOME") or str(real.parents[2] / ".rustup")
             found.append(Path(os.path.realpath(rustup_home)))
+        else:
+            found.append(_install_root(real))
     roots: list[Path] = []
     for root in found:
         if root.is_dir() and not _under(root, SYSTEM_DIRS) and root not in roots:

@@ -11,6 +11,9 @@ What this module decides, and why:
   install of the deps phase's check, which the model does not run.
 * ``knowledge`` is read-only and answered by whoever runs the build (the code index and
   the home's past runs live above this layer); it never fails a call.
+* ``memory`` is answered by whoever runs the build too (the home's notes, lessons and
+  skills live above this layer); a refusal (forgetting what a person saved, a bad name)
+  is a :class:`CallError` like any malformed call.
 * ``finish_phase`` does not end anything here: it hands a :class:`FinishRequest` to the
   loop, which runs the phase's check.
 """
@@ -32,6 +35,7 @@ from orchestrator.tools.schema import (
     FinishPhase,
     Knowledge,
     ListFiles,
+    Memory,
     ReadFile,
     Run,
     WriteFile,
@@ -67,10 +71,13 @@ class ToolBox:
         env: Mapping[str, str] | None = None,
         stop: threading.Event | None = None,
         knowledge: Callable[[str, str], str] | None = None,
+        memory: Callable[[Memory], str] | None = None,
     ):
         self.workspace = workspace
         self.knowledge = knowledge
         """Answers the read-only knowledge tool (the build's code index and its home's past)."""
+        self.memory = memory
+        """Answers the memory tool; raises CallError to refuse a call."""
         self.stop = stop
         """Once set, a running command is killed (cadillac was interrupted)."""
         self.exec_config = exec_config
@@ -133,6 +140,11 @@ class ToolBox:
         if self.knowledge is None:
             return "knowledge is not available in this build; read the files instead"
         return self.knowledge(args.action, args.query)
+
+    def _memory(self, args: Memory) -> str:
+        if self.memory is None:
+            return "memory is not available in this build"
+        return self.memory(args)
 
     def _finish_phase(self, args: FinishPhase) -> ToolOutcome:
         finish = FinishRequest(summary=args.summary, applied_lessons=args.applied_lessons)

@@ -91,6 +91,34 @@ class Knowledge(ToolArgs):
     )
 
 
+MemoryAction = Literal["save", "append", "list", "get", "forget", "consolidate", "stats"]
+
+
+class Memory(ToolArgs):
+    """Your memory across builds. 'save' keeps a lesson (give type, trigger, fix, and
+    polarity 'dont' for an anti-pattern; tags optional), a note (give name and content;
+    type optional: convention, decision, gotcha, architecture, note, preference) or a
+    skill (kind 'skill', content a SKILL.md with frontmatter name, description, triggers);
+    'append' adds content to a note you saved; 'list' shows the notes and the lessons of
+    this build; 'get' reads a lesson (id) or a note (name) in full; 'forget' removes what
+    this build saved (what people and earlier builds saved is read-only); 'consolidate'
+    merges near-duplicates among the lessons recalled for this build; 'stats' counts."""
+
+    action: MemoryAction = Field(description="What to do.")
+    kind: Literal["lesson", "note", "skill"] | None = Field(
+        default=None, description="What to save (default: a lesson when trigger is given)."
+    )
+    name: str | None = Field(default=None, description="A note's or a skill's name.")
+    content: str | None = Field(default=None, description="A note's text, or a SKILL.md.")
+    type: str | None = Field(default=None, description="The lesson's or the note's type.")
+    trigger: str | None = Field(default=None, description="A lesson's situation, one line.")
+    fix: str | None = Field(default=None, description="What to do (or, dont: never do, why).")
+    polarity: Literal["do", "dont"] | None = Field(default=None, description="Default do.")
+    tags: list[str] | None = Field(default=None, description="Stack tags, e.g. python, flask.")
+    id: str | None = Field(default=None, description="A lesson's id (get, forget).")
+    description: str | None = Field(default=None, description="A note's one-line summary.")
+
+
 class FinishPhase(ToolArgs):
     """Say the phase's work is done; its check runs next and you hear back if it fails."""
 
@@ -107,6 +135,7 @@ ARGUMENTS: dict[str, type[ToolArgs]] = {
     "list_files": ListFiles,
     "run": Run,
     "knowledge": Knowledge,
+    "memory": Memory,
     "finish_phase": FinishPhase,
 }
 """Tool name -> its arguments, in the order the model is shown them."""

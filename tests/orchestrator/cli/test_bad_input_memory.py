@@ -354,7 +354,7 @@ def test_22_budgets_without_history_name_the_home(capsys, home):
         (("runs", "--json"), "runs needs a command before its options: list, show (e.g."),
         (("matrix", "--repeats", "2"), "matrix needs a command before its options: run (e.g."),
         (("schedule", "--at", "03:00"), "schedule needs a command before its options: print,"),
-        (("--json",), "cadillac needs a command before its options: memory, budgets, build"),
+        (("--json",), "cadillac needs a command before its options: memory, budgets, skills,"),
     ],
 )  # fmt: skip
 def test_21_every_command_group_says_to_name_its_command_first(capsys, argv, says):

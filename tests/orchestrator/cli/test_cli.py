@@ -167,6 +167,7 @@ def test_recall_explain_and_json_on_the_real_corpus(capsys, corpus_home):
         "confidence",
         "usage",
         "stack",
+        "build",
         "penalty",
         "penalties",
     }

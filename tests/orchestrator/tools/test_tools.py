@@ -20,6 +20,7 @@ REQUIRED = {
     "list_files": [],
     "run": ["command"],
     "knowledge": ["action"],
+    "memory": ["action"],
     "finish_phase": ["summary"],
 }
 

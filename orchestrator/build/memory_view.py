@@ -1,0 +1,153 @@
+"""What a build's prompt carries from memory, and in which order.
+
+What this module decides, and why:
+
+* The memory part of every phase's system prompt is, in this order: the pinned notes in
+  full (what a person said must always hold), a catalog of the other notes (name, type
+  and one line each, so the model knows what it can ``get``), the full text of the notes
+  relevant to the task (scored as recall scores lessons), then the recalled lessons.
+  Each part has its own cap in characters (:class:`NotesConfig`); an item that does not
+  fit is left out whole and a last line says how many were, so nothing is cut
+  mid-sentence.
+* The memory part is built once per build and comes right after cadillac's general
+  instructions, before anything that differs between phases: that prefix of the first
+  message is byte-identical across the phases and rounds of a build, so a provider's
+  prompt cache hits. It is rebuilt only when the model changes the memory during the
+  build (the memory tool), and then once.
+* Skills are not part of the stable prefix: a skill that matches the task is shown in
+  full in the plan phase, where the work is shaped, and by name in the others
+  (:func:`skills_text`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.notes import Note
+from memory.skills import Skill
+
+PINNED_HEADER = "## Notes that always hold (from the people you work for; follow them):"
+CATALOG_HEADER = "## Other notes (name [type]: what it says; memory get NAME reads one):"
+RELEVANT_HEADER = "## Notes relevant to this task:"
+SKILLS_HEADER = "## Skills for this kind of work (follow their steps where they fit):"
+SKILL_NAMES_HEADER = "## Skills that match this task (shown in full in the plan phase):"
+
+
+class NotesConfig(BaseModel):
+    """The character caps of the memory part of a build's prompt."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pinned_chars: int = Field(default=4000, ge=0)
+    catalog_chars: int = Field(default=1500, ge=0)
+    relevant_chars: int = Field(default=3000, ge=0)
+    relevant_limit: int = Field(default=3, ge=0)
+    """At most this many relevant notes in full."""
+    skills_chars: int = Field(default=4000, ge=0)
+    """Skills in full in the plan phase."""
+    skills_limit: int = Field(default=2, ge=0)
+
+
+@dataclass
+class MemoryView:
+    """The memory part of the prompt, and what it holds (for the run's events)."""
+
+    text: str
+    chars: dict[str, int] = field(default_factory=dict)
+    """Characters per part: pinned, catalog, relevant, lessons."""
+    pinned: list[str] = field(default_factory=list)
+    catalog: list[str] = field(default_factory=list)
+    relevant: list[str] = field(default_factory=list)
+    left_out: int = 0
+
+    def event(self) -> dict:
+        return {
+            "chars": {**self.chars, "total": len(self.text)},
+            "pinned": self.pinned,
+            "catalog": self.catalog,
+            "relevant": self.relevant,
+            "left_out": self.left_out,
+        }
+
+
+def _note_block(note: Note) -> str:
+    where = "" if note.scope == "home" else ", global"
+    head = f"### {note.name} [{note.type}{where}]"
+    body = note.body.strip() or note.description
+    return f"{head}\n{body}"
+
+
+def _within(header: str, items: Sequence[tuple[str, str]], cap: int) -> tuple[str, list[str], int]:
+    """``header`` and as many (name, block) items as fit in ``cap`` characters, whole."""
+    chosen: list[str] = []
+    names: list[str] = []
+    used = len(header)
+    for name, block in items:
+        if used + 1 + len(block) > cap:
+            continue
+        chosen.append(block)
+        names.append(name)
+        used += 1 + len(block)
+    left = len(items) - len(chosen)
+    if not chosen:
+        return "", [], left
+    text = "\n".join([header, *chosen])
+    note = f"({left} more left out for space)"
+    if left and len(text) + 1 + len(note) <= cap:
+        text += "\n" + note
+    return text, names, left
+
+
+def memory_view(
+    notes: Sequence[Note], relevant: Sequence[Note], lessons_text: str, config: NotesConfig
+) -> MemoryView:
+    """The memory part for a build: ``notes`` are the visible notes of both scopes,
+    ``relevant`` the ones scored relevant to the task (best first)."""
+    pinned = [n for n in notes if n.pinned]
+    shown = {n.name for n in pinned}
+    relevant = [n for n in relevant if n.name not in shown][: config.relevant_limit]
+    shown |= {n.name for n in relevant}
+    others = [n for n in notes if n.name not in shown]
+    pinned_text, pinned_names, left1 = _within(
+        PINNED_HEADER, [(n.name, _note_block(n)) for n in pinned], config.pinned_chars
+    )
+    catalog_text, catalog_names, left2 = _within(
+        CATALOG_HEADER,
+        [(n.name, f"- {n.name} [{n.type}]: {n.description}") for n in others],
+        config.catalog_chars,
+    )
+    relevant_text, relevant_names, left3 = _within(
+        RELEVANT_HEADER, [(n.name, _note_block(n)) for n in relevant], config.relevant_chars
+    )
+    parts = {
+        "pinned": pinned_text,
+        "catalog": catalog_text,
+        "relevant": relevant_text,
+        "lessons": lessons_text,
+    }
+    return MemoryView(
+        text="\n\n".join(p for p in parts.values() if p),
+        chars={k: len(v) for k, v in parts.items()},
+        pinned=pinned_names,
+        catalog=catalog_names,
+        relevant=relevant_names,
+        left_out=left1 + left2 + left3,
+    )
+
+
+def skills_text(skills: Sequence[Skill], phase: str, config: NotesConfig) -> str:
+    """The skills part of ``phase``'s prompt: in full for the plan phase, else by name."""
+    if not skills:
+        return ""
+    if phase != "plan":
+        lines = [f"- {s.name}: {s.description}" for s in skills]
+        return "\n".join([SKILL_NAMES_HEADER, *lines])
+    blocks = [
+        (s.name, f"### Skill: {s.name}\n{s.description}\n\n{s.body.strip()}")
+        for s in skills[: config.skills_limit]
+    ]
+    text, _, _ = _within(SKILLS_HEADER, blocks, config.skills_chars)
+    return text

@@ -1,0 +1,69 @@
+"""The ``matrix run`` table says which builds were tampered with or broken, not only
+``results.json``.
+
+A real ``cadillac matrix run`` over two tasks of the small matrix, built at once: in one
+the program forges the scorer's output the moment it is imported (a perfect report line
+on every descriptor, then exit 0); in the other it exits silently, so the hidden-check
+runner prints no result. Each must score 0 and be flagged in its own row of the printed
+table (``1 tampered``, ``1 broken``), with a per-build line giving the reason. (An honest
+build's table, without flags, is ``test_matrix.py::test_matrix_run_command``: an honest
+build takes three times as long as these.)
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from orchestrator.cli import main
+from tests.fakes.improve_policies import wordfreq
+
+SMALL = Path(__file__).resolve().parents[2] / "fixtures" / "matrix_small"
+FORGER = "scripted:tests.orchestrator.bench.test_matrix_table:forger"
+MARK = "(and keep the output short)"
+FORGE = (
+    "\nimport json as _j, os as _o\n"
+    "_line = _j.dumps({'passed': 9, 'failed': 0, 'total': 9, 'failures': [],"
+    " 'passed_checks': []}) + '\\n'\n"
+    "for _fd in range(64):\n"
+    "    try:\n        _o.write(_fd, _line.encode())\n    except OSError:\n        pass\n"
+    "_o._exit(0)\n"
+)
+SILENT = "\nimport os as _o\n_o._exit(0)\n"
+
+
+def forger(messages, tools):
+    """The demo's wordfreq builder, whose program forges a score when the task's prompt
+    carries MARK, and otherwise exits silently when imported."""
+    answer = wordfreq.policy(messages, tools)
+    tail = FORGE if MARK in json.dumps(messages) else SILENT
+    for call in answer.get("tool_calls", []) if tools else []:
+        if call["arguments"].get("content") == wordfreq.PROGRAM:
+            call["arguments"] = {**call["arguments"], "content": wordfreq.PROGRAM + tail}
+    return answer
+
+
+def test_the_table_flags_tampered_and_broken_builds_and_says_why(home, tmp_path, capsys):
+    matrix = tmp_path / "matrix"
+    for name in ("wf-a", "wf-b"):
+        shutil.copytree(SMALL / name, matrix / name)
+    toml = matrix / "wf-b" / "task.toml"
+    toml.write_text(toml.read_text().replace('tests"\n', f'tests {MARK}"\n', 1))
+    assert MARK in toml.read_text()
+
+    args = ["matrix", "run", "--matrix", str(matrix), "--model", FORGER, "--no-learn"]
+    assert main([*args, "--split", "train", "--jobs", "2"]) == 0
+    out = capsys.readouterr()
+    rows = {line.split()[1]: line for line in out.out.splitlines() if "wf-" in line[:8]}
+    assert set(rows) == {"wf-a", "wf-b"}, out.out
+    assert rows["wf-b"].split("│")[-2].strip() == "1 tampered", rows["wf-b"]
+    assert rows["wf-a"].split("│")[-2].strip() == "1 broken", rows["wf-a"]
+    assert all(" 0.00 " in row for row in rows.values()), rows
+    said = [line for line in out.out.splitlines() if line.startswith(("tampered:", "broken:"))]
+    assert len(said) == 2, out.out
+    tampered, broken = sorted(said, key=lambda line: not line.startswith("tampered"))
+    assert tampered.startswith("tampered: wf-b #1") and "must fail" in tampered, out.out
+    assert broken.startswith("broken: wf-a #1") and "printed no result" in broken, out.out
+    assert "wf-b #1: score 0.00 TAMPERED: a check that must fail" in out.err  # progress lines
+    assert "wf-a #1: score 0.00 BROKEN: the acceptance runner printed no result" in out.err

@@ -1,0 +1,171 @@
+"""What a sandboxed command sees besides its workspace: its own host name and IPC, the package
+managers' configuration only during cadillac's installs, and toolchains under a home bound by
+their own folders.
+
+(Reading other processes' environments through ``/proc`` is in ``test_executor.py``.)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from orchestrator.sandbox.executor import ExecConfig, run_command
+
+CANARY = "cadillac-canary-51ab"
+IPC_PRIVATE, IPC_CREAT, IPC_RMID = 0, 0o1000, 0
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+def test_a_command_has_its_own_host_name(ws):
+    result = run_command("hostname; cat /proc/sys/kernel/hostname", ws, ExecConfig())
+    assert result.ok and result.output == "sandbox\nsandbox\n", result.output
+    assert os.uname().nodename != "sandbox"
+
+
+def test_a_command_sees_no_shared_memory_of_the_host(ws):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    segment = libc.shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0o666)
+    assert segment >= 0, os.strerror(ctypes.get_errno())
+    posix = Path("/dev/shm") / f"cadillac-{uuid.uuid4().hex}"
+    try:
+        posix.write_text(CANARY)
+        assert str(segment) in Path("/proc/sysvipc/shm").read_text()  # the host sees both
+        attach = (
+            "import ctypes; l = ctypes.CDLL(None); l.shmat.restype = ctypes.c_void_p; "
+            f'print("attached" if l.shmat({segment}, None, 0) not in (None, 2**64 - 1) else "no")'
+        )
+        result = run_command(
+            f"cat /proc/sysvipc/shm; ls -a /dev/shm; cat {posix}; python3 -c '{attach}'",
+            ws,
+            ExecConfig(),
+        )
+        assert result.sandboxed
+        rows = [line.split() for line in result.output.splitlines() if line.strip()]
+        listed = [row[1] for row in rows if len(row) > 6 and row[1].isdigit()]
+        seen = result.output.replace(f"cat: {posix}: No such file or directory", "")
+        assert str(segment) not in listed and posix.name not in seen, result.output
+        assert CANARY not in result.output and "attached" not in result.output
+        assert result.output.rstrip().endswith("no"), result.output
+    finally:
+        libc.shmctl(segment, IPC_RMID, None)
+        posix.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------- package config
+@pytest.fixture
+def package_config(tmp_path: Path, monkeypatch) -> dict[str, Path]:
+    """A user's pip, npm and cargo configuration, as files and as variables."""
+    user = tmp_path / "user"
+    files = {
+        "npmrc": user / ".npmrc",
+        "pip": user / ".config" / "pip" / "pip.conf",
+        "cargo": user / ".cargo" / "config.toml",
+        "file": tmp_path / "pip-config-file.conf",
+    }
+    for name, path in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# {CANARY}-{name}\n")
+    monkeypatch.setenv("HOME", str(user))
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(files["file"]))
+    monkeypatch.setenv("PIP_INDEX_URL", f"https://{CANARY}-pip/simple")
+    monkeypatch.setenv("NPM_CONFIG_REGISTRY", f"https://{CANARY}-npm/")
+    monkeypatch.setenv("CARGO_NET_RETRY", "7")
+    monkeypatch.setenv("CARGO_REGISTRIES_X_TOKEN", f"{CANARY}-token")
+    return files
+
+
+SHOW = (
+    "cat /tmp/home/.npmrc /tmp/home/.config/pip/pip.conf {file} {cargo} "
+    "/tmp/home/.cargo/config.toml;"
+    " env | grep -E '^(PIP|NPM_CONFIG|CARGO)_' | grep -v '^CARGO_HOME='; "
+    "for f in /tmp/home/.npmrc /tmp/home/.config/pip/pip.conf {file}; do "
+    "echo x >> $f && echo wrote $f; done"
+)
+
+
+def test_installs_read_the_package_configuration_and_cannot_change_it(ws, package_config):
+    files = package_config
+    show = SHOW.format(file=files["file"], cargo=files["cargo"])
+    result = run_command(show, ws, ExecConfig(), package_config=True)
+    for name in ("npmrc", "pip", "file"):
+        assert f"{CANARY}-{name}" in result.output, result.output
+    assert f"PIP_INDEX_URL=https://{CANARY}-pip/simple" in result.output
+    assert f"NPM_CONFIG_REGISTRY=https://{CANARY}-npm/" in result.output
+    assert "CARGO_NET_RETRY=7" in result.output
+    assert f"{CANARY}-token" not in result.output  # a variable named as a secret stays out
+    assert (
+        f"{CANARY}-cargo" not in result.output
+    )  # ~/.cargo is not bound: CARGO_HOME is the project's
+    assert "wrote" not in result.output and result.output.count("Read-only file system") == 3
+    for name, path in files.items():
+        assert path.read_text() == f"# {CANARY}-{name}\n"
+
+
+def test_a_model_command_sees_no_package_configuration(ws, package_config):
+    files = package_config
+    show = SHOW.format(file=files["file"], cargo=files["cargo"])
+    result = run_command(show, ws, ExecConfig())
+    assert result.sandboxed
+    assert CANARY not in result.output and "CARGO_NET_RETRY" not in result.output, result.output
+    # what it writes at those names lands in the sandbox's own /tmp, gone with the command
+    for name, path in files.items():
+        assert path.read_text() == f"# {CANARY}-{name}\n"
+
+
+# ---------------------------------------------------------------------------- toolchains
+def _script(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+def test_toolchains_under_a_home_are_bound_by_their_own_folders(ws, tmp_path, monkeypatch):
+    """An nvm-style node and a rustup install in a user's home: each runs in the sandbox,
+    reading what its own install holds, and nothing else of the home is there."""
+    user = tmp_path / "user"
+    node = user / ".nvm" / "versions" / "node" / "v99.0.0"
+    _script(node / "bin" / "node", '#!/bin/sh\necho "node $(cat "$(dirname "$0")/../VERSION")"\n')
+    (node / "VERSION").write_text("v99.0.0\n")
+    _script(
+        user / ".cargo" / "bin" / "rustup",
+        '#!/bin/sh\necho "$(basename "$0") via rustup: $(cat "$RUSTUP_HOME/toolchains/stable")"\n',
+    )
+    (user / ".cargo" / "bin" / "cargo").symlink_to("rustup")
+    (user / ".rustup" / "toolchains").mkdir(parents=True)
+    (user / ".rustup" / "toolchains" / "stable").write_text("1.99.0\n")
+    secrets = {
+        "home": user / "notes.txt",
+        "ssh": user / ".ssh" / "id_rsa",
+        "cargo-credentials": user / ".cargo" / "credentials.toml",
+        "cargo-config": user / ".cargo" / "config.toml",
+        "nvm": user / ".nvm" / "alias",
+    }
+    for name, path in secrets.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{CANARY}-{name}\n")
+    monkeypatch.setenv("HOME", str(user))
+    monkeypatch.delenv("RUSTUP_HOME", raising=False)
+    path = f"{node / 'bin'}:{user / '.cargo' / 'bin'}:{os.environ['PATH']}"
+    monkeypatch.setenv("PATH", path)
+
+    used = run_command("node; cargo", ws, ExecConfig())
+    assert used.ok and used.output == "node v99.0.0\ncargo via rustup: 1.99.0\n", used.output
+    for name, secret in secrets.items():
+        looked = run_command(f"cat {secret}; ls -a {secret.parent}", ws, ExecConfig())
+        assert f"{CANARY}-{name}" not in looked.output, (name, looked.output)
+        assert secret.name not in looked.output.replace(str(secret), ""), (name, looked.output)
+    wrote = run_command(f"echo x >> {node / 'VERSION'}; echo x >> {user}/new.txt", ws, ExecConfig())
+    assert "Read-only file system" in wrote.output and (node / "VERSION").read_text() == "v99.0.0\n"
+    assert not (user / "new.txt").exists()  # the skeleton around the binds is the sandbox's own
