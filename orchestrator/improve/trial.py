@@ -9,8 +9,10 @@ trusted with the judge. So:
   --build-only`` with the trial's code first on ``PYTHONPATH``, seeing the worktree
   read-only and the trial's own folder read-write, which holds a frozen copy of the home's
   memory and budgets and a copy of the matrix *without* its hidden checks. The network
-  is open (the builder model must be reached) and the environment holds only the
-  variables the builder model needs (:func:`orchestrator.llm.keys.provider_env`);
+  is open only when a model must be reached over it (a built-in ``scripted:`` or
+  ``replay:`` model needs none, and then the trial has no network at all), and the
+  environment holds only the variables the builder model needs
+  (:func:`orchestrator.llm.keys.provider_env`);
 * the trial's builds are then **scored by this process** (the code the cycle started
   with: the baseline's), with the hidden checks the trial never saw
   (:func:`orchestrator.bench.scoring.score_build`). The candidate's code builds; it never
@@ -46,6 +48,7 @@ from orchestrator.build.runs import RunSummary, TaskRecord, new_run_id
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import NO_PLUGINS_ENV
+from orchestrator.llm.backends import is_builtin
 from orchestrator.llm.client import LLMConfig
 from orchestrator.llm.keys import provider_env
 from orchestrator.sandbox.executor import ExecConfig, run_command
@@ -240,7 +243,7 @@ class SandboxedMatrix:
             trial,
             trial_config(self.executor, self.timeout_s),
             timeout_s=self.timeout_s,
-            network=True,
+            network=self._needs_network(),
             env=self._env(code),
             visible=[code, *runtime_paths(), *self._model_files()],
             stop=self.stop,
@@ -312,6 +315,10 @@ class SandboxedMatrix:
                 if name in os.environ:
                     env[name] = os.environ[name]
         return env
+
+    def _needs_network(self) -> bool:
+        """Whether a model of the trial is reached over the network (not a built-in one)."""
+        return not all(is_builtin(endpoint.model) for endpoint in self.llm.endpoints())
 
     def _model_files(self) -> list[Path]:
         """A replay model's recording must be visible to the trial."""

@@ -9,6 +9,7 @@ and a commit holds exactly what the proposal edited.
 from __future__ import annotations
 
 import json
+import socket
 import sys
 from pathlib import Path
 
@@ -80,6 +81,12 @@ def _cadillac_escape_probe():  # planted by a hostile improver
     except OSError as exc:
         report["hidden checks"] = f"denied: {exc.strerror}"
     report["environment"] = sorted(k for k, v in os.environ.items() if CANARY in v)
+    import socket
+    try:
+        socket.create_connection(("127.0.0.1", PORT), timeout=2).close()
+        report["host port"] = "connected"
+    except OSError as exc:
+        report["host port"] = f"denied: {exc.strerror or exc}"
     pathlib.Path("escape-report.json").write_text(json.dumps(report))
 
 
@@ -88,6 +95,10 @@ _cadillac_escape_probe()
 
 
 def test_a_patched_build_loop_cannot_reach_outside_its_trial(home, repo, monkeypatch):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
     monkeypatch.setenv("GH_PAT", CANARY)
     monkeypatch.setenv("OPENAI_API_KEY", f"sk-{CANARY}")
     hidden = SMALL / "wf-b" / "acceptance" / "test_wordfreq_b.py"
@@ -99,6 +110,7 @@ def test_a_patched_build_loop_cannot_reach_outside_its_trial(home, repo, monkeyp
     }
     probe = (
         f"import json\nTARGETS = {targets!r}\nHIDDEN = {str(hidden)!r}\nCANARY = {CANARY!r}\n"
+        f"PORT = {port}\n"
     ).replace("'__WORKTREE__'", "str(pathlib.Path(__file__).parent / 'PWNED')")
     probe = "import pathlib\n" + probe + ESCAPE
     anchor = "NUDGE = "
@@ -110,6 +122,12 @@ def test_a_patched_build_loop_cannot_reach_outside_its_trial(home, repo, monkeyp
     folder = Path(home) / "runs" / f"improve-{summary.id}" / "iter-1" / "screen-candidate-trial"
     report = json.loads((folder / "escape-report.json").read_text())
     assert report["environment"] == []  # a scripted builder needs no key: none was passed
+    # nor the network: the trial of a built-in model reaches no host port
+    assert report["host port"].startswith("denied"), report
+    listener.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        listener.accept()
+    listener.close()
     assert report["hidden checks"].startswith("denied"), report
     assert report["the matrix"].startswith("denied") and report["the worktree"].startswith(
         "denied"
