@@ -101,18 +101,6 @@ def add_parsers(commands) -> None:
     p.add_argument("--retired", action="store_true", help="the retired lessons instead")
     p.add_argument("--json", action="store_true", help="print a JSON array")
 
-    p = command(
-        sub,
-        "consolidate",
-        "merge near-duplicate lessons and retire those that keep backfiring",
-        run=memory_consolidate,
-    )
-    p.add_argument("--dry-run", action="store_true", help="say what it would do; write nothing")
-    p.add_argument("--json", action="store_true")
-
-    p = command(sub, "restore", "bring a retired lesson back", run=memory_restore)
-    p.add_argument("id", type=lesson_id)
-
     p = command(sub, "show", "show a lesson (by id) or a note (by name)", run=memory_show)
     p.add_argument("id", type=lesson_id, metavar="ID_OR_NAME")
     p.add_argument("--json", action="store_true")
@@ -149,6 +137,18 @@ def add_parsers(commands) -> None:
 
     p = command(sub, "stats", "counts, reuse and confidence", run=memory_stats)
     p.add_argument("--json", action="store_true")
+
+    p = command(
+        sub,
+        "consolidate",
+        "merge near-duplicate lessons and retire those that keep backfiring",
+        run=memory_consolidate,
+    )
+    p.add_argument("--dry-run", action="store_true", help="say what it would do; write nothing")
+    p.add_argument("--json", action="store_true")
+
+    p = command(sub, "restore", "bring a retired lesson back", run=memory_restore)
+    p.add_argument("id", type=lesson_id)
 
     command(sub, "path", "print the memory file's path", run=memory_path)
 
