@@ -42,7 +42,7 @@ NOTE_TYPES = ("convention", "decision", "gotcha", "architecture", "note", "prefe
 NOTE_TYPES += ("identity",)
 """memory.notes.NOTE_TYPES, repeated for the same reason."""
 IMPORTANCE = ("high", "normal", "low")
-SCORER_NAMES = ("default", "seed", "build", "learned")
+SCORER_NAMES = ("default", "seed", "build")
 LOCK_POLL = 0.1
 """Seconds between looks at a Ctrl-C while a write waits for the memory's lock."""
 
@@ -447,7 +447,7 @@ def _recall_table(recalled, explain: bool):
     table = output.table(None, ("#", "id", "score"), right=("#", "score"))
     table.columns[1].no_wrap = True
     if explain:
-        for name in ("relev", "recency", "conf", "usage", "stack", "÷"):
+        for name in ("relev", "recency", "conf", "usage", "stack", "prior", "÷"):
             table.add_column(name, justify="right")
         table.add_column("layers")
     table.add_column("lesson", overflow="fold")
@@ -461,7 +461,7 @@ def _recall_table(recalled, explain: bool):
         if explain:
             p = r.parts
             row += [f"{p.relevance:.3f}", f"{p.recency:.3f}", f"{p.confidence:.2f}"]
-            row += [f"{p.usage:.2f}", f"{p.stack:.2f}", f"{p.penalty:g}"]
+            row += [f"{p.usage:.2f}", f"{p.stack:.2f}", f"{p.prior:.2f}", f"{p.penalty:g}"]
             row += ["; ".join(p.penalties) or "-"]
         table.add_row(*row, text)
     return table

@@ -131,3 +131,44 @@ def test_a_changed_lesson_or_tokenizer_or_damage_means_a_full_build(
     assert snapshot.load(snap, lessons) is None
     assert recalls(MemoryStore(path)) == recalls(MemoryStore(path))
     json.loads(path.read_text().splitlines()[0])  # the memory file itself is untouched
+
+
+def test_builds_join_by_source_or_tags_within_the_hour_and_agree_when_asked_in_parts():
+    from memory.index import BUILD_WINDOW
+
+    t = 1_000_000.0
+
+    def lesson(i, ts, source="", tags=()):
+        return Lesson(
+            id=f"b{i:07d}",
+            ts=ts,
+            type="tool_pattern",
+            trigger=f"t{i}",
+            fix="f",
+            source_task=source,
+            tags=list(tags),
+        )
+
+    lessons = [
+        lesson(0, t, source="a flask api"),
+        lesson(1, t + 60, source="a flask api"),  # same build
+        lesson(2, t + 30, tags=["flask", "sqlite"]),
+        lesson(3, t + 90, tags=["sqlite", "flask"]),  # same tags, other order: same build
+        lesson(4, t + 100),  # untagged, no source: a build of its own
+        lesson(5, t + 110),
+        lesson(6, t + BUILD_WINDOW + 1, source="a flask api"),  # over the hour: a new build
+        lesson(7, t + BUILD_WINDOW + 50, source="a flask api"),  # joins the new one
+        lesson(8, t + 120, source="a react page", tags=["flask", "sqlite"]),  # source decides
+    ]
+    whole = LessonIndex(lessons).builds()
+    b = whole.tolist()
+    assert b[0] == b[1] and b[2] == b[3] and b[6] == b[7]
+    assert len({b[0], b[2], b[4], b[5], b[6], b[8]}) == 6
+    parts = LessonIndex(lessons[:4])
+    parts.builds()  # asked before the rest arrive
+    parts.add_many(lessons[4:])
+    assert parts.builds().tolist() == b
+    gone = LessonIndex(lessons)
+    gone.remove(lessons[1].id)  # a forgotten slot still gets a build, of its own
+    got = gone.builds().tolist()
+    assert got[0] != got[1] and got[6] == got[7]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from memory import Lesson, MemoryStore
-from memory.recall import decay_factor
+from memory.recall import RelevanceScorer, decay_factor
 
 NOW = 2_000_000_000.0
 DAY = 86400.0
@@ -166,13 +166,37 @@ def test_default_scorer_ranks_by_relevance_with_bounded_adjustments(store):
     assert ids(got) == [strong.id, weak.id]
     top = got[0]
     assert top.parts.relevance == 1.0
-    assert 1.0 <= top.score <= 1.75
+    assert 1.0 <= top.score - 0.5 * top.parts.prior <= 1.75  # the adjustments' bound
     assert all(0 <= r.parts.relevance <= 1 for r in got)
+    assert all(0 <= r.parts.prior <= 1 for r in got)
 
 
-def test_default_scorer_returns_only_lessons_with_some_relevance(store):
-    add(store, "pygame display flicker", tags=["pygame"])
+def test_default_scorer_returns_only_lessons_with_some_relevance_or_a_stack_in_common(store):
+    add(store, "pygame display flicker", "double buffer", tags=["pygame"])
+    add(store, "resize handler leaks", "unhook it")  # untagged: needs a word in common
     assert store.recall("rust borrow checker", now=NOW) == []
+    got = store.recall("a python game of pong", now=NOW)  # pygame implies python
+    assert [r.lesson.trigger for r in got] == ["pygame display flicker"]
+    assert got[0].parts.relevance == 0.0 and got[0].parts.prior == 1.0
+    assert [r.lesson.trigger for r in store.recall("resize", now=NOW)] == ["resize handler leaks"]
+
+
+def test_the_stack_prior_brings_the_tasks_stack_below_what_matches_the_text(store):
+    text = add(store, "bookshelf isbn validation rejects hyphens", "strip them", tags=["flask"])
+    stack = add(store, "app context missing in tests", "push one", tags=["flask", "sqlite"])
+    python = add(store, "venv not activated before install", "activate", tags=["python"])
+    other = add(store, "jsx runtime not configured", "set jsx", tags=["react"])
+    untagged = add(store, "migrations run twice", "guard them")
+    got = store.recall("a flask bookshelf api with sqlite and isbn validation", now=NOW)
+    assert ids(got) == [text.id, stack.id, python.id]
+    assert other.id not in ids(got) and untagged.id not in ids(got)
+    by_id = {r.lesson.id: r for r in got}
+    # The task's stacks: flask, sqlite and the python that flask implies.
+    assert by_id[stack.id].parts.prior == pytest.approx(1.0)
+    assert by_id[python.id].parts.relevance == 0.0  # found by its stack alone
+    assert by_id[python.id].parts.prior == pytest.approx(1 / 3)
+    assert by_id[text.id].parts.prior == pytest.approx(2 / 3)
+    assert store.recall("isbn validation", now=NOW)[0].parts.prior == 0.0  # no stack named
 
 
 def test_limit_and_ordering_are_deterministic(store):
@@ -200,7 +224,7 @@ def test_recall_on_the_real_corpus_prefers_the_tasks_stack(corpus_home):
         assert not r.lesson.tags or stacks & set(r.lesson.tags), r.lesson.tags
 
 
-def test_default_score_is_relevance_times_the_bounded_adjustments(store):
+def test_default_score_is_relevance_times_the_adjustments_plus_the_stack_prior(store):
     add(
         store,
         "flask session cookie too large",
@@ -216,11 +240,17 @@ def test_default_score_is_relevance_times_the_bounded_adjustments(store):
         type="architecture",
     )
     add(store, "session cookie secure flag", type="dependency")
+    add(store, "cookies and sessions expire", tags=["python"])
     got = {r.lesson.trigger: r for r in store.recall("flask session cookie", now=NOW)}
     for r in got.values():
         p = r.parts
         factor = 1 + 0.15 * p.confidence + 0.05 * p.recency + 0.05 * p.usage + 0.5 * p.stack
-        assert r.score == pytest.approx(p.relevance * factor / p.penalty)
+        assert r.score == pytest.approx((p.relevance * factor + 0.5 * p.prior) / p.penalty)
+    # The task's stacks: flask and python. Each lesson's share of them:
+    assert got["flask session cookie too large"].parts.prior == 1.0
+    assert got["flask session stored client side"].parts.prior == 1.0
+    assert got["cookies and sessions expire"].parts.prior == 0.5
+    assert got["session cookie secure flag"].parts.prior == 0.0
     assert got["flask session cookie too large"].parts.stack == 1.0
     # tags flask, react, vitest, sqlite; with implied languages: + python, javascript.
     # The task's stacks (flask, python) cover 2 of those 6.
@@ -232,8 +262,8 @@ def test_default_score_is_relevance_times_the_bounded_adjustments(store):
     )
 
 
-# ---------------------------------------------------------------- the build variant
-def test_build_variant_brings_a_matching_lessons_build_mates_along_below_it(store):
+# ---------------------------------------------------------------- build-mates
+def test_build_mates_come_along_below_the_matching_lesson_in_both_scorers(store):
     from memory.recall import BUILD_SCORER
 
     src = "a flask todo api with sqlite"
@@ -241,12 +271,16 @@ def test_build_variant_brings_a_matching_lessons_build_mates_along_below_it(stor
     mate = add(store, "blueprint registered twice", fix="register once", source_task=src)
     late = add(store, "config read at import", fix="read it late", source_task=src, ts=NOW + DAY)
     task = "flask app whose database is locked during pytest"
-    assert ids(store.recall(task, now=NOW + DAY)) == [hit.id]  # the default: words only
-    got = store.recall(task, scorer=BUILD_SCORER, now=NOW + DAY)
-    assert [r.lesson.id for r in got] == [hit.id, mate.id]  # not the lesson of a later build
-    assert got[0].scorer == "build" and late.id not in ids(got)
-    assert got[1].parts.build == 1.0 and got[1].parts.relevance == pytest.approx(0.5)
-    assert got[1].score < got[0].score
+    for scorer, weight in (("default", 0.5), (BUILD_SCORER, 1.0)):
+        got = store.recall(task, scorer=scorer, now=NOW + DAY)
+        assert ids(got) == [hit.id, mate.id]  # not the lesson of a later build
+        assert late.id not in ids(got)
+        assert got[1].parts.build == 1.0
+        assert got[1].parts.relevance == pytest.approx(weight / (1 + weight))
+        assert got[1].score < got[0].score
+    assert got[0].scorer == "build"
+    no_mates = RelevanceScorer(build_weight=0.0)
+    assert ids(store.recall(task, scorer=no_mates, now=NOW + DAY)) == [hit.id]  # words only
 
 
 def test_build_variant_keeps_the_layers_for_build_mates(store):
@@ -281,114 +315,22 @@ def _recall_quality():
     return module
 
 
-def test_ndcg_on_the_tuning_set_stays_above_its_floor():
-    """0.523 (default) and 0.593 (build variant) when written; a regression fails here."""
+@pytest.mark.parametrize(
+    ("label_set", "floor"), [("tuning set", 0.55), ("held-out set", 0.54), ("blind set", 0.50)]
+)
+def test_ndcg_on_the_label_sets_stays_above_its_floor(label_set, floor):
+    """0.565 / 0.555 / 0.516 (default) when written, 0.523 / 0.516 / 0.484 before the
+    stack prior and build-mates; a regression fails here."""
     import json
 
     bench = _recall_quality()
     store = MemoryStore(bench.CORPUS)
     now = max(x.ts for x in store.all()) + DAY
-    labels = json.loads(bench.LABEL_SETS["tuning set"].read_text())
+    labels = json.loads(bench.LABEL_SETS[label_set].read_text())
     figures = bench.summarise(bench.evaluate(store, labels, now))
-    assert figures["default"]["mean"] >= 0.50
-    assert figures["build"]["mean"] >= 0.57
-    assert figures["default"]["mean"] > figures["bm25_tags"]["mean"] + 0.02
+    assert figures["default"]["mean"] >= floor
+    assert figures["default-previous"]["mean"] > 0.02
+    assert figures["default"]["mean"] > figures["bm25_tags"]["mean"] + 0.05
     assert figures["seed"]["mean"] < 0.2
-
-
-# ---------------------------------------------------------------- the learned re-ranker
-def _features(store: MemoryStore, task: str) -> dict[str, dict[str, float]]:
-    """Per lesson id: its named features under the learned scorer."""
-    from memory.rank import FEATURES
-    from memory.recall import LEARNED_SCORER
-
-    index = store._sync()
-    _, pool, x = LEARNED_SCORER.pool_features(index, task, NOW)
-    return {
-        index.slots[i].id: dict(zip(FEATURES, row, strict=True))
-        for i, row in zip(pool, x, strict=True)
-    }
-
-
-def test_learned_features_describe_stack_agreement(store):
-    fl = add(store, "sqlite table missing at startup", tags=["flask"])
-    py = add(store, "sqlite table missing on first run", tags=["python"])
-    dj = add(store, "sqlite table missing after migrate", tags=["django"])
-    free = add(store, "sqlite table missing in tests")
-    f = _features(store, "flask app whose sqlite table is missing")
-    assert f[fl.id]["framework_match"] == 1 and f[fl.id]["framework_conflict"] == 0
-    assert f[py.id]["language_only"] == 1 and f[py.id]["framework_match"] == 0
-    assert f[dj.id]["framework_conflict"] == 1 and f[py.id]["framework_conflict"] == 0
-    assert f[free.id]["untagged"] == 1 and f[free.id]["stack_agreement"] == 0.5
-    assert f[fl.id]["untagged"] == 0 and f[fl.id]["stack_agreement"] == 1
-
-
-def test_learned_features_describe_text_source_and_kind(store):
-    whole = add(
-        store,
-        "websocket reconnect loop",
-        fix="back off between retries",
-        type="architecture",
-        polarity="dont",
-        source_task="a websocket chat server",
-    )
-    part = add(store, "slow reconnect", fix="the websocket handshake times out", used=100)
-    f = _features(store, "websocket reconnect")
-    assert f[whole.id]["trigger_cover"] == pytest.approx(1.0)
-    assert f[whole.id]["text_cover"] == pytest.approx(1.0)
-    assert 0 < f[part.id]["trigger_cover"] < 1 and f[part.id]["text_cover"] == pytest.approx(1.0)
-    assert f[whole.id]["has_source"] == 1 and f[part.id]["has_source"] == 0
-    assert 0 < f[whole.id]["source_cover"] < 1 and f[part.id]["source_cover"] == 0
-    assert f[whole.id]["dont"] == 1 and f[whole.id]["type_architecture"] == 1
-    assert f[part.id]["dont"] == 0 and f[part.id]["type_error_pattern"] == 1
-    assert f[part.id]["usage"] == pytest.approx(1.0) and f[whole.id]["usage"] == 0
-    assert f[whole.id]["log_rank"] == 0 or f[part.id]["log_rank"] == 0
-
-
-def test_learned_scorer_keeps_the_layers(store):
-    from memory.rank import FEATURES
-    from memory.recall import LearnedScorer
-
-    only_score = np.array([float(f == "default_score") for f in FEATURES])
-    scorer = LearnedScorer(weights=(np.zeros(len(FEATURES)), np.ones(len(FEATURES)), only_score))
-    ts = add(store, "database pool exhausted", tags=["typescript"])
-    same = add(store, "database locked during tests", source_task="flask todo api")
-    other = add(
-        store, "database locked during tests", type="dependency", source_task="an express api"
-    )
-    got = {r.lesson.id: r for r in store.recall("flask app database tests", scorer=scorer, now=NOW)}
-    assert ts.id not in got  # the hard tag filter
-    assert got[other.id].parts.penalty == 5 and got[same.id].parts.penalty == 1
-    assert got[other.id].score == pytest.approx(got[same.id].score / 5)
-
-
-def test_learned_scorer_is_deterministic_and_returns_only_relevant_lessons(store):
-    from memory.recall import LEARNED_SCORER
-
-    for k in range(15):
-        add(store, f"cache key collision case {k}", fix=f"hash the full key {k}", ts=NOW - k)
-    add(store, "unrelated lesson about fonts")
-    first = [(r.lesson.id, r.score) for r in store.recall("cache key", 20, LEARNED_SCORER, NOW)]
-    again = [(r.lesson.id, r.score) for r in store.recall("cache key", 20, LEARNED_SCORER, NOW)]
-    assert first == again and len(first) == 15
-    assert [s for _, s in first] == sorted((s for _, s in first), reverse=True)
-
-
-def test_learned_scorer_on_the_tuning_set_stays_above_its_floor():
-    """0.55 in sample when fitted (0.546 out of fold, leave-one-set-out)."""
-    import json
-
-    from memory.recall import LEARNED_SCORER
-
-    bench = _recall_quality()
-    store = MemoryStore(bench.CORPUS)
-    now = max(x.ts for x in store.all()) + DAY
-    labels = json.loads(bench.LABEL_SETS["tuning set"].read_text())
-    lessons = store.all()
-    values = []
-    for case in labels["tasks"]:
-        grades = {lessons[int(line) - 1].id: g for line, g in case["grades"].items()}
-        ranked = [r.lesson.id for r in store.recall(case["task"], 10, LEARNED_SCORER, now)]
-        if (v := bench.ndcg(ranked, grades)) is not None:
-            values.append(v)
-    assert np.mean(values) >= 0.53
+    if label_set == "tuning set":
+        assert figures["build"]["mean"] >= 0.57

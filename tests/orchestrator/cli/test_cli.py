@@ -168,12 +168,14 @@ def test_recall_explain_and_json_on_the_real_corpus(capsys, corpus_home):
         "usage",
         "stack",
         "build",
+        "prior",
         "penalty",
         "penalties",
     }
     assert got[0]["scorer"] == "default" and got[0]["parts"]["relevance"] == 1.0
     code, out, _ = run(capsys, "memory", "recall", task, "--explain", "--limit", "3")
-    assert code == 0 and "relev" in out and "layers" in out and got[0]["lesson"]["id"] in out
+    assert code == 0 and "relev" in out and "prior" in out and "layers" in out
+    assert got[0]["lesson"]["id"] in out
     code, out, _ = run(capsys, "memory", "recall", task, "--scorer", "seed", "--json")
     assert json.loads(out)[0]["scorer"] == "seed"
 
