@@ -15,7 +15,7 @@ import shlex
 import sys
 
 from orchestrator.errors import CadillacError
-from orchestrator.home import ENV_VAR
+from orchestrator.home import ENV_VAR, Home
 
 
 class UsageError(CadillacError):
@@ -84,6 +84,42 @@ def folder(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("is empty: give a folder (or leave the option out)")
     return value
+
+
+def _shown(value: str, width: int = 60) -> str:
+    """``value`` as the bytes it came as, quoted: ``'caf\\xe9 x'``."""
+    from orchestrator.cli.output import short
+
+    try:
+        raw = value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that no argv byte makes
+        raw = value.encode("utf-8", "backslashreplace")
+    return short(repr(raw)[1:], width)
+
+
+def utf8(value: str) -> str:
+    """An argparse type: text that is valid UTF-8. Python hands argv bytes that are not
+    over as lone surrogates (``'\\udce9'``), which no JSON file can hold."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(f"{_shown(value)} is not valid UTF-8 text") from None
+    return value
+
+
+def words(value: str) -> str:
+    """An argparse type: UTF-8 text with something in it besides white space."""
+    if not utf8(value).strip():
+        raise argparse.ArgumentTypeError("must not be blank")
+    return value
+
+
+def checked_home(args: argparse.Namespace, write: bool = False, create: bool = False) -> Home:
+    """The ``--home`` of a command, checked; only with ``create`` is a missing one made."""
+    home = Home.resolve(getattr(args, "home", None))
+    if write and not create:
+        home.check()  # it must exist: a write that creates nothing
+    return home.check(write=write)
 
 
 def csv(value: str) -> list[str]:

@@ -26,53 +26,32 @@ what this module decides is how a command line meets it:
 from __future__ import annotations
 
 import argparse
-import os
 import signal
-import sys
 import threading
 
-from orchestrator.cli import output
-from orchestrator.cli.args import actions, command, csv, folder, positive, unit
+from orchestrator.cli import notes, output
+from orchestrator.cli.args import (
+    actions,
+    checked_home,
+    command,
+    csv,
+    folder,
+    positive,
+    unit,
+    utf8,
+    words,
+)
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 
 LESSON_TYPES = ("error_pattern", "architecture", "tool_pattern", "dependency", "performance")
 """memory.LESSON_TYPES, repeated so that parsing a command line imports no pydantic."""
-NOTE_TYPES = ("convention", "decision", "gotcha", "architecture", "note", "preference", "user")
-NOTE_TYPES += ("identity",)
-"""memory.notes.NOTE_TYPES, repeated for the same reason."""
-IMPORTANCE = ("high", "normal", "low")
 SCORER_NAMES = ("default", "seed", "build")
 LOCK_POLL = 0.1
 """Seconds between looks at a Ctrl-C while a write waits for the memory's lock."""
 
 
 # ---------------------------------------------------------------- argument types
-def _shown(value: str, width: int = 60) -> str:
-    """``value`` as the bytes it came as, quoted: ``'caf\\xe9 x'``."""
-    try:
-        raw = value.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a surrogate that no argv byte makes
-        raw = value.encode("utf-8", "backslashreplace")
-    return output.short(repr(raw)[1:], width)
-
-
-def utf8(value: str) -> str:
-    """An argparse type: text that is valid UTF-8 (see the module docstring)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise argparse.ArgumentTypeError(f"{_shown(value)} is not valid UTF-8 text") from None
-    return value
-
-
-def words(value: str) -> str:
-    """An argparse type: UTF-8 text with something in it besides white space."""
-    if not utf8(value).strip():
-        raise argparse.ArgumentTypeError("must not be blank")
-    return value
-
-
 def tag_list(value: str) -> list[str]:
     """An argparse type: comma-separated tags, in UTF-8."""
     return csv(utf8(value))
@@ -126,7 +105,14 @@ def add_parsers(commands) -> None:
     which.add_argument("--lesson", action="store_true", help="forget the lesson of that id")
     p.add_argument("--global", dest="global_", action="store_true", help="the global scope's note")
 
-    _note_parsers(sub)
+    notes.add_parsers(sub)
+
+    p = command(sub, "export", "write lessons and notes as markdown files", run=memory_export)
+    p.add_argument("--markdown", required=True, type=folder, metavar="DIR")
+
+    p = command(sub, "import", "read a markdown export back", run=memory_import)
+    p.add_argument("src", type=folder, metavar="DIR")
+    p.add_argument("--json", action="store_true")
 
     p = command(sub, "recall", "the lessons a build of TASK would see", run=memory_recall)
     p.add_argument("task", type=utf8)
@@ -164,34 +150,17 @@ def add_parsers(commands) -> None:
 
 
 # ---------------------------------------------------------------- the home and its store
-def _home(args: argparse.Namespace, write: bool = False, create: bool = False) -> Home:
-    """The checked home; only with ``create`` is a missing one made (``memory add``)."""
-    home = Home.resolve(getattr(args, "home", None))
-    if write and not create:
-        home.check()  # it must exist: a write that creates nothing
-    return home.check(write=write)
-
-
-def _warn(message: str) -> None:
-    print(f"cadillac: warning: {message}", file=sys.stderr)
-
-
 def _store(args: argparse.Namespace, write: bool = False, create: bool = False, note: bool = False):
     """The home and its store; ``note``: say on stderr when the home has no memory yet."""
     from memory import MemoryStore
 
-    home = _home(args, write, create)
+    home = checked_home(args, write, create)
     if note and not home.memory_path.exists():
-        _warn(
+        output.warn(
             f"{home.root} has no memory.jsonl: no lessons yet"
             " (builds and 'cadillac memory add' write it)"
         )
     return home, MemoryStore(home.memory_path)
-
-
-def _line(text: str) -> None:
-    """One line as it is: no rich markup read into it, no wrapping of a long path."""
-    output.out().print(text, markup=False, soft_wrap=True)
 
 
 class _Commit:
@@ -238,7 +207,7 @@ class _Commit:
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
             if exc_type is None and self.caught:
-                _warn(f"interrupted too late: the lesson is {self.outcome}")
+                output.warn(f"interrupted too late: the lesson is {self.outcome}")
         finally:
             for signum, handler in self._saved.items():
                 signal.signal(signum, handler)
@@ -294,24 +263,15 @@ def memory_list(args: argparse.Namespace) -> int:
         output.print_json([lesson.model_dump(mode="json") for lesson in lessons])
     else:
         where = "retired from" if getattr(args, "retired", False) else "in"
-        _line(f"{len(lessons)} lesson(s) {where} {store.path}")
+        output.line(f"{len(lessons)} lesson(s) {where} {store.path}")
         if lessons:
             output.out().print(_lesson_table(lessons))
     return 0
 
 
-def _print_fields(fields: dict) -> None:
-    table = output.table(None, (), show_header=False, box=None)
-    table.add_column(style="bold")
-    table.add_column(overflow="fold")
-    for key, value in fields.items():
-        table.add_row(key, ", ".join(value) if isinstance(value, list) else str(value))
-    output.out().print(table)
-
-
 def memory_show(args: argparse.Namespace) -> int:
     home, store = _store(args)
-    note = _note_named(home, args.id)
+    note = notes.named(home, args.id)
     lesson = store.get(args.id) if note is not None else _get(home, store, args.id)
     if args.json:
         shown = {"lesson": lesson, "note": note}
@@ -320,12 +280,12 @@ def memory_show(args: argparse.Namespace) -> int:
         return 0
     if lesson is not None:
         if note is not None:
-            _line(f"lesson {lesson.id}:")
-        _print_fields(lesson.model_dump(mode="json"))
+            output.line(f"lesson {lesson.id}:")
+        output.fields(lesson.model_dump(mode="json"))
     if note is not None:
         if lesson is not None:
-            _line(f"note {note.name} ({note.scope} scope):")
-        _print_note(note)
+            output.line(f"note {note.name} ({note.scope} scope):")
+        notes.show(note)
     return 0
 
 
@@ -356,19 +316,19 @@ def memory_add(args: argparse.Namespace) -> int:
         elif merged:
             _report_merge(stored, dropped)
         else:
-            _line(f"added {stored.id} (tags: {', '.join(stored.tags) or 'none'})")
+            output.line(f"added {stored.id} (tags: {', '.join(stored.tags) or 'none'})")
     return 0
 
 
 def _report_merge(stored, dropped: dict[str, str]) -> None:
     """What a merge kept, and what of the new lesson it dropped (see :mod:`memory.dedup`)."""
-    _line(f"merged into {stored.id}: {output.short(stored.trigger, 80)}")
+    output.line(f"merged into {stored.id}: {output.short(stored.trigger, 80)}")
     if not dropped:
         return
-    _line(f"  kept its fix: {output.short(stored.fix, 100)}")
+    output.line(f"  kept its fix: {output.short(stored.fix, 100)}")
     for name, text in dropped.items():
-        _line(f"  dropped your --{name}: {output.short(text, 100)}")
-    _line(
+        output.line(f"  dropped your --{name}: {output.short(text, 100)}")
+    output.line(
         f"  to keep yours instead: cadillac memory forget {stored.id}, then add it again"
         " (its confidence and uses go with it)"
     )
@@ -376,16 +336,16 @@ def _report_merge(stored, dropped: dict[str, str]) -> None:
 
 def memory_forget(args: argparse.Namespace) -> int:
     if args.note or args.global_:
-        return _forget_note(args)
-    home = _home(args, write=True)
-    note = None if args.lesson else _note_named(home, args.id)
+        return notes.forget(args)
+    home = checked_home(args, write=True)
+    note = None if args.lesson else notes.named(home, args.id)
     if note is not None:
         _, store = _store(args, write=True)
         if store.get(args.id) is None:
-            return _forget_note(args)
+            return notes.forget(args)
     _forget_lesson(args)
     if note is not None:
-        _line(
+        output.line(
             f"kept note {note.name!r} ({note.scope} scope), which has the same name:"
             f" remove it with 'cadillac memory forget {note.name} --note'"
         )
@@ -400,11 +360,13 @@ def memory_consolidate(args: argparse.Namespace) -> int:
         if args.json:
             output.print_json(report.model_dump(mode="json"))
             return 0
-        _line(report.line())
+        output.line(report.line())
         for kept, merged in report.merged:
-            _line(f"  {kept} <- {', '.join(merged)}")
+            output.line(f"  {kept} <- {', '.join(merged)}")
         if report.retired:
-            _line(f"  retired: {', '.join(report.retired)} (see 'cadillac memory list --retired')")
+            output.line(
+                f"  retired: {', '.join(report.retired)} (see 'cadillac memory list --retired')"
+            )
     return 0
 
 
@@ -421,7 +383,7 @@ def memory_restore(args: argparse.Namespace) -> int:
                 f"no retired lesson with id {args.id!r} (see 'cadillac memory list --retired')"
             )
             raise CadillacError(message) from None
-        _line(
+        output.line(
             f"restored {lesson.id} at confidence {lesson.confidence:g}: "
             f"{output.short(lesson.trigger, 80)}"
         )
@@ -440,7 +402,7 @@ def _forget_lesson(args: argparse.Namespace) -> None:
             message = f"no lesson with id {args.id!r} (see 'cadillac memory list')"
             raise CadillacError(message) from None
         commit.outcome = "forgotten"
-        _line(f"forgot {lesson.id}: {output.short(lesson.trigger, 80)}")
+        output.line(f"forgot {lesson.id}: {output.short(lesson.trigger, 80)}")
 
 
 def _recall_table(recalled, explain: bool):
@@ -475,7 +437,9 @@ def memory_recall(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json([r.model_dump(mode="json") for r in recalled])
         return 0
-    _line(f"{len(recalled)} lesson(s) for this task from {store.path} (scorer: {args.scorer})")
+    output.line(
+        f"{len(recalled)} lesson(s) for this task from {store.path} (scorer: {args.scorer})"
+    )
     if recalled:
         output.out().print(_recall_table(recalled, args.explain))
     return 0
@@ -487,8 +451,8 @@ def memory_stats(args: argparse.Namespace) -> int:
     if args.json:
         output.print_json(stats.model_dump(mode="json"))
         return 0
-    _line(stats.headline())
-    _line(f"from {store.path}")
+    output.line(stats.headline())
+    output.line(f"from {store.path}")
     if not stats.count:
         return 0
     columns = ("type", "lessons", "do", "dont", "used > 0", "avg conf")
@@ -514,241 +478,15 @@ def memory_path(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- notes
-def note_name_arg(value: str) -> str:
-    """An argparse type: a note's name (see memory.notes.check_name)."""
-    from memory.notes import BadNote, check_name
-
-    try:
-        return check_name(utf8(value))
-    except BadNote as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _note_parsers(sub) -> None:
-    p = command(sub, "remember", "save a note: a fact, convention or decision", run=memory_remember)
-    p.add_argument("text", type=words, help="what to remember (markdown)")
-    p.add_argument("--name", type=note_name_arg, help="its name (default: from the text)")
-    p.add_argument("--type", choices=NOTE_TYPES, default="note")
-    p.add_argument("--global", dest="global_", action="store_true", help="for every project")
-    pin = p.add_mutually_exclusive_group()
-    pin.add_argument("--pin", dest="pin", action="store_const", const=True, default=None)
-    pin.add_argument("--no-pin", dest="pin", action="store_const", const=False)
-    p.add_argument("--importance", choices=IMPORTANCE, default="normal")
-    p.add_argument("--description", type=words, help="one line (default: the text's first)")
-    p.add_argument("--json", action="store_true")
-
-    p = command(sub, "notes", "the notes of both scopes (the catalog)", run=memory_notes)
-    p.add_argument("--global", dest="global_", action="store_true", help="only the global scope")
-    p.add_argument("--json", action="store_true")
-
-    p = command(sub, "edit", "edit a note in $VISUAL or $EDITOR", run=memory_edit)
-    p.add_argument("name", type=note_name_arg)
-    p.add_argument("--global", dest="global_", action="store_true", help="the global scope's note")
-
-    p = command(sub, "export", "write lessons and notes as markdown files", run=memory_export)
-    p.add_argument("--markdown", required=True, type=folder, metavar="DIR")
-
-    p = command(sub, "import", "read a markdown export back", run=memory_import)
-    p.add_argument("src", type=folder, metavar="DIR")
-    p.add_argument("--json", action="store_true")
-
-
-class _NoteErrors:
-    """A bad note, a missing one or a refused folder: one error line."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        from memory.markdown import ExportRefused
-        from memory.notes import BadNote, NoteNotFound
-
-        if exc_type is not None and issubclass(exc_type, BadNote | NoteNotFound | ExportRefused):
-            hint = " (see 'cadillac memory notes')" if exc_type is NoteNotFound else ""
-            raise CadillacError(f"{exc}{hint}") from None
-
-
-def _notebook(home: Home):
-    from memory.notes import Notebook
-
-    return Notebook(home.notes_dir, home.global_notes_dir)
-
-
-def _scope_home(args: argparse.Namespace, write: bool = False) -> Home:
-    """The home, checked unless the command is about the global scope only."""
-    if getattr(args, "global_", False):
-        return Home.resolve(getattr(args, "home", None))
-    return _home(args, write=write)
-
-
-def _note_named(home: Home, name: str):
-    """The visible note of that name, or None (also for text that is no note name)."""
-    from memory.notes import BadNote, check_name
-
-    try:
-        check_name(name)
-    except BadNote:
-        return None
-    with _NoteErrors():
-        return _notebook(home).get(name)
-
-
-def _note_json(note) -> dict:
-    return note.model_dump(mode="json")
-
-
-def _print_note(note) -> None:
-    fields = note.model_dump(mode="json", exclude={"body", "extra"})
-    _print_fields({**fields, **note.extra})
-    if note.body:
-        _line("")
-        _line(note.body)
-
-
-def _forget_note(args: argparse.Namespace) -> int:
-    home = _scope_home(args, write=True)
-    scope = "global" if args.global_ else None
-    with _NoteErrors():
-        note = _notebook(home).forget(args.id, scope)
-    _line(f"forgot note {note.name} ({note.scope} scope): {output.short(note.description, 80)}")
-    return 0
-
-
-def memory_remember(args: argparse.Namespace) -> int:
-    from memory.notes import new_note
-
-    scope = "global" if args.global_ else "home"
-    home = _scope_home(args, write=True) if args.global_ else _home(args, True, create=True)
-    with _NoteErrors():
-        note = new_note(
-            args.text,
-            name=args.name,
-            type=args.type,
-            scope=scope,
-            pinned=args.pin,
-            importance=args.importance,
-            description=args.description,
-        )
-        notebook = _notebook(home)
-        old = notebook.folder(scope).get(note.name)
-        if old is not None:
-            note = note.model_copy(update={"created": old.created})
-        stored = notebook.save(note)
-    if args.json:
-        output.print_json({"replaced": old is not None, "note": _note_json(stored)})
-        return 0
-    verb = "replaced" if old is not None else "saved"
-    pinned = ", pinned" if stored.pinned else ""
-    _line(f"{verb} note {stored.name} ({stored.type}, {scope} scope{pinned})")
-    if old is not None:
-        _line(f"  it was: {output.short(old.description, 80)}")
-    return 0
-
-
-def memory_notes(args: argparse.Namespace) -> int:
-    home = _scope_home(args)
-    with _NoteErrors():
-        notebook = _notebook(home)
-        scopes = ("global",) if args.global_ else ("home", "global")
-        for scope in scopes:
-            notebook.folder(scope).catalog()  # rebuilt when the files changed by hand
-        if args.global_:
-            notes, shadowed = notebook.folder("global").all(), []
-        else:
-            notes, shadowed = notebook.all(), notebook.shadowed()
-    for problem in notebook.problems:
-        _warn(f"skipped {problem}")
-    rows = [(n, False) for n in notes] + [(n, True) for n in shadowed]
-    if args.json:
-        output.print_json([{**_note_json(n), "shadowed": hidden} for n, hidden in rows])
-        return 0
-    where = " and ".join(str(notebook.folder(s).path) for s in scopes)
-    _line(f"{len(notes)} note(s) in {where}")
-    if rows:
-        table = output.table(None, ("scope", "name", "type", "pin", "description"))
-        table.columns[4].overflow = "fold"
-        for note, hidden in rows:
-            scope = f"{note.scope} (shadowed)" if hidden else note.scope
-            pin = "yes" if note.pinned else ""
-            table.add_row(scope, note.name, note.type, pin, output.short(note.description, 100))
-        output.out().print(table)
-    return 0
-
-
-def _run_editor(path: str) -> int:
-    import shlex
-    import subprocess
-
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    try:
-        return subprocess.run([*shlex.split(editor), path]).returncode
-    except (OSError, ValueError) as exc:
-        raise CadillacError(f"cannot run the editor {editor!r} ({exc}): set $EDITOR") from None
-
-
-def memory_edit(args: argparse.Namespace) -> int:
-    import tempfile
-
-    home = _scope_home(args, write=True)
-    scope = "global" if args.global_ else None
-    with _NoteErrors():
-        notebook = _notebook(home)
-        note = notebook.folder(scope).get(args.name) if scope else notebook.get(args.name)
-        if note is None:
-            raise CadillacError(f"no note named {args.name!r} (see 'cadillac memory notes')")
-    fd, path = tempfile.mkstemp(prefix=f"cadillac-note-{note.name}.", suffix=".md")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(note.text())
-    status = _run_editor(path)
-    if status != 0:
-        raise CadillacError(
-            f"the editor exited with status {status}: note {note.name!r} unchanged"
-            f" (your edit is in {path})"
-        )
-    edited = _read_edit(path, note)
-    with _NoteErrors():
-        folder = notebook.folder(note.scope)
-        if edited.name != note.name and folder.get(edited.name) is not None:
-            raise CadillacError(
-                f"a note named {edited.name!r} exists already: note {note.name!r} unchanged"
-                f" (your edit is in {path})"
-            )
-        folder.save(edited)
-        if edited.name != note.name:
-            folder.remove(note.name)
-    os.unlink(path)
-    renamed = f" (renamed from {note.name})" if edited.name != note.name else ""
-    _line(f"saved note {edited.name}{renamed} ({note.scope} scope)")
-    return 0
-
-
-def _read_edit(path: str, note):
-    """The edited note, or an error line that keeps the attempt where it was written."""
-    from pathlib import Path
-
-    from memory.notes import BadNote, Note, read_capped
-
-    try:
-        text = read_capped(Path(path)).decode("utf-8")
-        edited = Note.from_text(text, note.scope)
-    except (BadNote, UnicodeDecodeError) as exc:
-        why = exc if isinstance(exc, BadNote) else "not valid UTF-8 text"
-        raise CadillacError(
-            f"the edit is not a valid note ({why}): note {note.name!r} unchanged"
-            f" (your edit is in {path})"
-        ) from None
-    return edited.model_copy(update={"created": note.created})
-
-
 def memory_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from memory.markdown import export_markdown
 
     home, store = _store(args)
-    with _NoteErrors():
-        report = export_markdown(store, _notebook(home), Path(args.markdown).absolute())
-    _line(report.headline())
+    with notes.NoteErrors():
+        report = export_markdown(store, notes.notebook_of(home), Path(args.markdown).absolute())
+    output.line(report.headline())
     return 0
 
 
@@ -758,16 +496,16 @@ def memory_import(args: argparse.Namespace) -> int:
     from memory.markdown import import_markdown
 
     home, store = _store(args, write=True, create=True)
-    with _NoteErrors():
-        report = import_markdown(store, _notebook(home), Path(args.src).absolute())
+    with notes.NoteErrors():
+        report = import_markdown(store, notes.notebook_of(home), Path(args.src).absolute())
     if args.json:
         output.print_json(report.model_dump(mode="json"))
         return 0
     for problem in report.problems:
-        _warn(f"skipped {problem}")
+        output.warn(f"skipped {problem}")
     for notice in report.notices:
-        _warn(notice)
-    _line(report.headline())
+        output.warn(notice)
+    output.line(report.headline())
     return 0
 
 
@@ -778,15 +516,17 @@ def budgets(args: argparse.Namespace) -> int:
     from memory import PhaseBudgets
     from phases import DEFAULT_ROUNDS
 
-    home = _home(args)
+    home = checked_home(args)
     if not home.budgets_path.exists():
-        _warn(f"{home.root} has no phase_budgets.jsonl: every phase gets its default")
+        output.warn(f"{home.root} has no phase_budgets.jsonl: every phase gets its default")
     history = PhaseBudgets(home.budgets_path, DEFAULT_ROUNDS)
     result = history.compute_budgets(args.tags)
     if args.json:
         output.print_json({phase: b.model_dump(mode="json") for phase, b in result.items()})
         return 0
-    _line(f"phase budgets for tags: {', '.join(args.tags) or 'none'}, from {home.budgets_path}")
+    output.line(
+        f"phase budgets for tags: {', '.join(args.tags) or 'none'}, from {home.budgets_path}"
+    )
     columns = ("phase", "default", "samples", "p90", "budget", "reason")
     table = output.table(None, columns, right=columns[1:5])
     for phase, b in result.items():

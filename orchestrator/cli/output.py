@@ -60,3 +60,23 @@ def print_json(data: object) -> None:
 
 def short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def line(text: str) -> None:
+    """One line as it is: no rich markup read into it, no wrapping of a long path."""
+    out().print(text, markup=False, soft_wrap=True)
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr."""
+    print(f"cadillac: warning: {message}", file=sys.stderr)
+
+
+def fields(values: dict) -> None:
+    """A record's fields, a row each (a list as its items joined by commas)."""
+    t = table(None, (), show_header=False, box=None)
+    t.add_column(style="bold")
+    t.add_column(overflow="fold")
+    for key, value in values.items():
+        t.add_row(key, ", ".join(value) if isinstance(value, list) else str(value))
+    out().print(t)

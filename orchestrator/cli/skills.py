@@ -66,11 +66,7 @@ def _book(args: argparse.Namespace):
 
 def _warn_problems(book) -> None:
     for problem in book.problems:
-        print(f"cadillac: warning: skipped {problem}", file=sys.stderr)
-
-
-def _line(text: str) -> None:
-    output.out().print(text, markup=False, soft_wrap=True)
+        output.warn(f"skipped {problem}")
 
 
 def _record(book, skill) -> dict:
@@ -85,7 +81,7 @@ def skills_list(args: argparse.Namespace) -> int:
         output.print_json([_record(book, s) for s in skills])
         return 0
     where = book.dirs.get("global") if args.glob else " and ".join(map(str, book.dirs.values()))
-    _line(f"{len(skills)} skill(s) in {where}")
+    output.line(f"{len(skills)} skill(s) in {where}")
     if not skills:
         return 0
     columns = ("name", "scope", "uses", "passed", "failed", "conf", "description")
@@ -113,8 +109,8 @@ def skills_show(args: argparse.Namespace) -> int:
         output.print_json(_record(book, skill))
         return 0
     state = "set aside (builds do not see it)" if skill.set_aside else "in use"
-    _line(f"{skill.name}: {skill.scope} scope, {state}, {book.path(skill)}")
-    _line(
+    output.line(f"{skill.name}: {skill.scope} scope, {state}, {book.path(skill)}")
+    output.line(
         f"uses {skill.uses}, passed {skill.passed}, failed {skill.failed}, "
         f"confidence {skill.confidence:.2f}, origin {skill.origin or 'unknown'}"
     )
@@ -142,7 +138,7 @@ def skills_forget(args: argparse.Namespace) -> int:
         raise _missing(args.name, scope) from None
     except BadSkill as exc:
         raise CadillacError(str(exc)) from None
-    _line(f"forgot {skill.name} ({skill.scope} scope): {output.short(skill.description, 80)}")
+    output.line(f"forgot {skill.name} ({skill.scope} scope): {output.short(skill.description, 80)}")
     return 0
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory import MemoryStore
-from orchestrator.cli import memory as cli_memory
+from orchestrator.cli import notes as cli_notes
 from tests.orchestrator.cli.test_bad_input_memory import add, one_error_line, run, snapshot
 
 
@@ -22,7 +22,7 @@ def _lesson_id(capsys) -> str:
 def test_the_clis_type_lists_are_the_models():
     from memory.notes import IMPORTANCE, NOTE_TYPES
 
-    assert cli_memory.NOTE_TYPES == NOTE_TYPES and cli_memory.IMPORTANCE == IMPORTANCE
+    assert cli_notes.NOTE_TYPES == NOTE_TYPES and cli_notes.IMPORTANCE == IMPORTANCE
 
 
 def test_remember_derives_a_name_pins_conventions_and_says_when_it_replaces(capsys, home):
