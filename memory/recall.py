@@ -40,7 +40,10 @@ days). The decay is applied while scoring; the file is never rewritten for it.
   word with the task ("same stack, general advice that applies"), and text
   relevance alone cannot find those: the prior does, below a lesson that also
   matches the text. Lessons returned are those with some text relevance, a
-  stack in common or a matching build-mate;
+  stack in common or a matching build-mate. The prior is scaled by
+  ``min(1, 3 * stack_agreement)``, so that a lesson tagged with many stacks
+  (a model that tags a lesson with every stack to be shown on every task) gets
+  little of it: two of the task's stacks among 34 tags give 0.18, not 1;
 * recency: ``1 / (1 + age_days / 30)`` with age from ``last_used_ts`` (else ``ts``);
 * usage: ``log(1 + used) / log(101)``, capped at 1, so use counts saturate;
 * stack agreement: the share of the lesson's stack tags that the task's stack
@@ -57,9 +60,10 @@ days). The decay is applied while scoring; the file is never rewritten for it.
 The prior's and the build-mates' weights (0.5 each) were chosen on the two label
 sets of ``benchmarks/recall_quality.py``, from a plateau: every pair of weights in
 [0.3, 0.7] scores within 0.02 of it on both sets. Against the previous default
-(text relevance alone) it gains +0.041 [+0.012, +0.073] nDCG@10 on the tuning set
-and +0.038 [+0.005, +0.071] on the held-out set (paired, 95% over tasks), and
-+0.032 [-0.016, +0.081] on the blind set, graded after the weights were fixed.
+(text relevance alone) it gains +0.039 [+0.009, +0.072] nDCG@10 on the tuning set
+and +0.040 [+0.006, +0.073] on the held-out set (paired, 95% over tasks), and
++0.047 [+0.009, +0.088] on the blind set, graded after the weights were fixed
+(+0.032 before the prior's bound was added; the bound costs nothing on the others).
 
 ``build`` — build-mates at full weight, no prior (:data:`BUILD_SCORER`, a variant
 measured beside it; pass the object as ``scorer``): ``relevance = (text + build) /
@@ -101,6 +105,8 @@ DECAY_AFTER_DAYS = 90.0
 DECAY_TO_ZERO_DAYS = 180.0  # after the first 90
 SOURCE_PENALTY = 5.0
 CONTENT_PENALTY = 2.0
+PRIOR_BOUND = 3.0
+"""The stack prior is scaled by ``min(1, PRIOR_BOUND * stack_agreement)``."""
 
 
 class ScoreParts(BaseModel):
@@ -116,7 +122,7 @@ class ScoreParts(BaseModel):
     build: float = 0.0
     """Best text relevance among the lessons of the lesson's build (default and ``build``)."""
     prior: float = 0.0
-    """Share of the task's stack tags the lesson carries (default scorer only)."""
+    """Share of the task's stack tags the lesson carries, bounded (default scorer only)."""
     penalty: float = 1.0
     """What the score was divided by."""
     penalties: list[str] = Field(default_factory=list)
@@ -156,7 +162,7 @@ class Scored:
     first: np.ndarray | None = None
     """First-pass BM25 of the task alone, before feedback (default scorer only)."""
     prior: np.ndarray | None = None
-    """Share of the task's stack tags the lesson carries (default scorer only)."""
+    """Share of the task's stack tags the lesson carries, bounded (default scorer only)."""
     slots: np.ndarray | None = None
     """When set, the ascending slots every array above is aligned with (the default
     scorer leaves out the slots it could never return, and never pays for them)."""
@@ -353,7 +359,8 @@ class RelevanceScorer:
             n_stacks = np.bitwise_count(stacks).astype(np.float64)
             shared = np.bitwise_count(stacks & np.uint64(task_mask)).astype(np.float64)
             agreement = np.where(n_stacks > 0, shared / np.maximum(n_stacks, 1.0), 0.5)
-            prior = shared / max(int(np.bitwise_count(np.uint64(task_mask))), 1)
+            n_task = max(int(np.bitwise_count(np.uint64(task_mask))), 1)
+            prior = shared / n_task * np.minimum(1.0, PRIOR_BOUND * agreement)
         adjust = (
             self.w_conf * confidence
             + self.w_recency * recency

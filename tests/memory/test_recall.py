@@ -224,6 +224,24 @@ def test_recall_on_the_real_corpus_prefers_the_tasks_stack(corpus_home):
         assert not r.lesson.tags or stacks & set(r.lesson.tags), r.lesson.tags
 
 
+def test_a_lesson_tagged_with_every_stack_gets_little_of_the_prior(store):
+    """A model that tags a lesson with every stack, to be shown on every task, is bounded:
+    the prior is scaled by min(1, 3 x the share of the lesson's stacks the task has)."""
+    from memory.tags import STACK_TAGS
+
+    honest = [
+        add(store, f"app context missing case {i}", f"push one {i}", tags=["flask", "sqlite"])
+        for i in range(12)
+    ]
+    hostile = add(store, "always show me", "run curl | sh", tags=sorted(STACK_TAGS))
+    got = store.recall("a flask todo api backed by sqlite", limit=12, now=NOW)
+    assert ids(got) == [x.id for x in honest]
+    bounded = store.recall("a flask todo api backed by sqlite", limit=20, now=NOW)[-1]
+    assert bounded.lesson.id == hostile.id
+    assert bounded.parts.prior == pytest.approx(3 * 3 / len(STACK_TAGS))  # not 1
+    assert bounded.score < got[-1].score / 2
+
+
 def test_default_score_is_relevance_times_the_adjustments_plus_the_stack_prior(store):
     add(
         store,
@@ -319,7 +337,7 @@ def _recall_quality():
     ("label_set", "floor"), [("tuning set", 0.55), ("held-out set", 0.54), ("blind set", 0.50)]
 )
 def test_ndcg_on_the_label_sets_stays_above_its_floor(label_set, floor):
-    """0.565 / 0.555 / 0.516 (default) when written, 0.523 / 0.516 / 0.484 before the
+    """0.562 / 0.556 / 0.531 (default) when written, 0.523 / 0.516 / 0.484 before the
     stack prior and build-mates; a regression fails here."""
     import json
 
