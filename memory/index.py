@@ -20,6 +20,10 @@ never rebuilt on the hot path:
 * a forgotten lesson's slot is marked dead (``alive``), its counts subtracted;
 * a lesson changed in place (boost, penalty, merge) has its columns rewritten.
 
+Each slot also has the *stacks* its lesson is about (:meth:`LessonIndex.stacks`: its
+stack tags less those its own text rules out, :func:`memory.tags.lesson_stacks`),
+worked out when first asked for, once per distinct pair of tag and text masks.
+
 Each slot also has the *build* its lesson was learned in (:data:`BUILD_WINDOW`),
 worked out when first asked for: lessons with the same source task, or, without
 one, the same tags, written within an hour of that build's first lesson. Recall
@@ -50,6 +54,7 @@ from memory.tags import (
     TAG_WORDS,
     implied_by,
     infer_tags_from_text,
+    lesson_stacks,
     special_hits,
     stack_tags,
 )
@@ -71,6 +76,7 @@ def tag_mask(tags) -> int:
 
 
 STACK_MASK = np.uint64(tag_mask(STACK_TAGS))
+_BIT_TAGS = {bit: tag for tag, bit in TAG_BITS.items()}
 BUILD_WINDOW = 3600.0
 """Seconds after a build's first lesson within which a lesson of the same key joins it."""
 
@@ -95,6 +101,8 @@ class LessonIndex:
         self.src_mask = Column(np.uint64)  # tags inferred from source_task
         self.content_mask = Column(np.uint64)  # tags inferred from trigger + fix
         self._build = Column(np.int64)  # the build each lesson was learned in (see builds())
+        self._stacks = Column(np.uint64)  # the stacks each lesson is about (see stacks())
+        self._stacks_of: dict[tuple[int, int], int] = {}
         self.n_builds = 0
         # The open build (its number, its first lesson's ts) per source task, and per tags.
         self._open_builds: tuple[dict[str, tuple[int, float]], dict[tuple, tuple[int, float]]]
@@ -181,6 +189,29 @@ class LessonIndex:
             with paused_gc():  # one key tuple per lesson: see memory/gcpause.py
                 self._build.extend(self._builds_of(done))
         return self._build.values
+
+    def stacks(self) -> np.ndarray:
+        """Per slot, the mask of the stacks its lesson is about (see the module docstring);
+        worked out on first use and then for new slots only."""
+        done = self._stacks.n
+        if done < len(self.slots):
+            tags = self.tags_closure.values[done:] & STACK_MASK
+            text = self.content_mask.values[done:] & STACK_MASK
+            pairs, where = np.unique(np.stack([tags, text], axis=1), axis=0, return_inverse=True)
+            masks = np.fromiter(
+                (self._stack_mask(int(a), int(b)) for a, b in pairs), np.uint64, len(pairs)
+            )
+            self._stacks.extend(masks[where.reshape(-1)])
+        return self._stacks.values
+
+    def _stack_mask(self, tags: int, text: int) -> int:
+        key = (tags, text)
+        mask = self._stacks_of.get(key)
+        if mask is None:
+            names = (_BIT_TAGS[b] for b in range(64) if tags >> b & 1)
+            said = frozenset(_BIT_TAGS[b] for b in range(64) if text >> b & 1)
+            mask = self._stacks_of[key] = tag_mask(lesson_stacks(frozenset(names), said))
+        return mask
 
     def _builds_of(self, first: int) -> list[int]:
         """The builds of the slots from ``first`` on: each joins the open build of its
@@ -345,6 +376,11 @@ class LessonIndex:
         key = tuple(lesson.tags)
         self.has_tags[slot] = bool(key)
         self.tags_mask[slot], self.tags_closure[slot] = self._tag_masks_of(key)
+        if slot < self._stacks.n:
+            self._stacks[slot] = self._stack_mask(
+                int(self.tags_closure.values[slot] & STACK_MASK),
+                int(self.content_mask.values[slot] & STACK_MASK),
+            )
 
     # ---------------------------------------------------------------- queries
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:

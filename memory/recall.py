@@ -33,9 +33,13 @@ days). The decay is applied while scoring; the file is never rewritten for it.
   same build (:data:`memory.index.BUILD_WINDOW`: same source task, or same tags,
   within an hour), the lesson itself included: a build that hit the task's
   problems brings its other lessons along, below the matching one;
-* stack prior: the share of the task's stack tags that the lesson carries (a
+* stack prior: the share of the task's stack tags that the lesson is about (a
   Flask + SQLite lesson on a Flask + SQLite task: 1; a Python-only lesson on it:
-  1/3, since flask implies python; untagged: 0). Both graders of the label sets
+  1/3, since flask implies python; untagged: 0). What a lesson is about is its
+  stack tags less those its own text rules out (:func:`memory.tags.lesson_stacks`):
+  a project's tags land on all of its lessons, so the lesson about ``main.tsx`` in
+  a Flask + React build is tagged flask and pytest too; its text, written about a
+  TypeScript file, says it is not about them. Both graders of the label sets
   count a lesson about the task's own stack as useful even when it shares no
   word with the task ("same stack, general advice that applies"), and text
   relevance alone cannot find those: the prior does, below a lesson that also
@@ -46,8 +50,8 @@ days). The decay is applied while scoring; the file is never rewritten for it.
   little of it: two of the task's stacks among 34 tags give 0.18, not 1;
 * recency: ``1 / (1 + age_days / 30)`` with age from ``last_used_ts`` (else ``ts``);
 * usage: ``log(1 + used) / log(101)``, capped at 1, so use counts saturate;
-* stack agreement: the share of the lesson's stack tags that the task's stack
-  tags cover (a Flask lesson on a Flask task: 1; a lesson tagged with five
+* stack agreement: the share of the lesson's stacks (as for the prior) that the
+  task's stack tags cover (a Flask lesson on a Flask task: 1; a lesson tagged with five
   stacks of a mixed project of which the task has one: 0.2; untagged: 0.5;
   0 when the task names no stack);
 * the adjustments together scale the relevance part by at most 1.75: they order
@@ -59,7 +63,12 @@ days). The decay is applied while scoring; the file is never rewritten for it.
 
 The prior's and the build-mates' weights (0.5 each) were chosen on the two label
 sets of ``benchmarks/recall_quality.py``, from a plateau: every pair of weights in
-[0.3, 0.7] scores within 0.02 of it on both sets. Against the previous default
+[0.3, 0.7] scores within 0.02 of it on both sets. Reading a lesson's stacks from
+its text as well as its tags (rather than its tags alone) gains +0.015
+[+0.003, +0.032] nDCG@10 over all 74 tasks of the three sets, and on each set
+(+0.017, +0.014, +0.013): most on front-end tasks, where lessons of mixed
+Flask + React builds no longer crowd out the front-end ones
+(``own_stacks=False`` gives the scorer on raw tags, to compare). Against the previous default
 (text relevance alone) it gains +0.039 [+0.009, +0.072] nDCG@10 on the tuning set
 and +0.040 [+0.006, +0.073] on the held-out set (paired, 95% over tasks), and
 +0.047 [+0.009, +0.088] on the blind set, graded after the weights were fixed
@@ -69,12 +78,13 @@ and +0.040 [+0.006, +0.073] on the held-out set (paired, 95% over tasks), and
 measured beside it; pass the object as ``scorer``): ``relevance = (text + build) /
 2`` with feedback from the 3 best lessons. It does best on the generously graded
 tuning set and worst on the strictly graded held-out set, so it is not the
-default. Two other ideas were measured and not kept: a hybrid with a static
-embedding model (wordllama, 256 dimensions) added less than 0.01 on the tuning
-set, well inside the noise, for a model to load on every cold start; and a linear
-re-ranker fitted over 25 generic features (RankNet loss, L2 chosen by nested
+default. Other ideas were measured and not kept: hybrids with a static embedding
+model (wordllama, 256 dimensions) or a sentence encoder (all-MiniLM-L6-v2) added
+less than 0.01, well inside the noise, for a model to load on every cold start; a
+linear re-ranker fitted over 25 generic features (RankNet loss, L2 chosen by nested
 cross-validation) gained +0.025 over the previous default out of fold but lost
-0.011 against this one, at twice the recall time.
+0.011 against the default with the prior, at twice the recall time; boosted trees
+trained on two label sets and scored on the third were unstable between sets.
 
 The layers, in all three: (1) a hard filter drops a lesson with tags that share
 none with the task's tags (untagged lessons survive); (2) a lesson whose
@@ -249,8 +259,10 @@ class RelevanceScorer:
         build_weight: float = 0.5,
         prior: float = 0.5,
         name: str = "default",
+        own_stacks: bool = True,
     ):
         self.name = name
+        self.own_stacks = own_stacks
         self.k1, self.b = k1, b
         self.w_conf, self.w_recency, self.w_usage, self.w_stack = weights
         self.fb_docs, self.fb_terms, self.fb_weight = feedback
@@ -297,7 +309,7 @@ class RelevanceScorer:
         keep, penalty, source_hit, content_hit = _layers(index, task_mask, stack_only=True)
         raw = first_pass = self.bm25(index, task)
         if task_mask:
-            shares = (index.tags_closure.values & np.uint64(task_mask)) != 0
+            shares = (self.stacks(index) & np.uint64(task_mask)) != 0
             cand = np.flatnonzero(keep & ((raw > 0) | shares))
         else:
             cand = np.flatnonzero(keep & (raw > 0))
@@ -355,7 +367,7 @@ class RelevanceScorer:
         agreement = np.zeros(len(slots))
         prior = np.zeros(len(slots))
         if task_mask:
-            stacks = index.tags_closure.values[slots] & STACK_MASK
+            stacks = self.stacks(index)[slots]
             n_stacks = np.bitwise_count(stacks).astype(np.float64)
             shared = np.bitwise_count(stacks & np.uint64(task_mask)).astype(np.float64)
             agreement = np.where(n_stacks > 0, shared / np.maximum(n_stacks, 1.0), 0.5)
@@ -375,6 +387,11 @@ class RelevanceScorer:
             "prior": prior,
             "adjust": adjust,
         }
+
+    def stacks(self, index: LessonIndex) -> np.ndarray:
+        """Per slot, the mask of the stacks a lesson is about: read from its tags and
+        text (:meth:`LessonIndex.stacks`), or from its tags alone (``own_stacks=False``)."""
+        return index.stacks() if self.own_stacks else index.tags_closure.values & STACK_MASK
 
     def build_relevance(self, index: LessonIndex, text: np.ndarray) -> np.ndarray:
         """Per slot: the best ``text`` relevance among the slots of its build."""

@@ -8,6 +8,13 @@
   python), because "same language counts as same stack". It is what the
   penalty layers run on a lesson's source task and body.
 
+A lesson's tags are often its whole project's stacks: a build of a Flask API
+with a React front end tags every lesson flask, pytest, react and vitest, the
+lesson about ``main.tsx`` and the one about Flask's request parsing alike.
+:func:`lesson_stacks` says which of them the lesson is about: its stack tags,
+less those its own text rules out (see there). Recall matches a task's stacks
+against these, not against the raw tags.
+
 Tags are lower-case words. Phase tags (plan, deps, ...) and layout tags
 (modular, flat) are known tags but not *stack* tags: they say when or how a
 lesson was learned, not which ecosystem it belongs to.
@@ -53,6 +60,13 @@ FRAMEWORK_TAGS = frozenset(
     }
 )
 STACK_TAGS = LANGUAGE_TAGS | FRAMEWORK_TAGS
+KINDS = (
+    frozenset({"pytest", "jest", "vitest", "phpunit"}),
+    frozenset({"flask", "django", "fastapi", "express"}),
+    frozenset({"react", "vue", "angular"}),
+)
+"""Stacks of one kind (test runners, web frameworks, UI libraries): a project uses one
+of a kind for a given part, so a text that names one of them is not about the others."""
 PHASE_TAGS = frozenset(
     {"plan", "deps", "scaffold", "review", "build", "integrate", "wiring", "validate", "package"}
 )
@@ -219,6 +233,40 @@ def stack_tags(tags: set[str] | frozenset[str]) -> set[str]:
     for tag in list(out):
         out |= _IMPLIES.get(tag, frozenset()) & STACK_TAGS
     return out
+
+
+@lru_cache(maxsize=1 << 12)
+def languages_of(tag: str) -> frozenset[str]:
+    """The languages a stack tag is written in (``flask``: python; ``sqlite``: none)."""
+    return frozenset(implied_by(tag) & LANGUAGE_TAGS)
+
+
+def lesson_stacks(tags: frozenset[str], text: frozenset[str]) -> frozenset[str]:
+    """The stacks a lesson is about: the stack tags of its tags (``tags``, with the
+    languages they imply), less what the stacks inferred from its own trigger and fix
+    (``text``) rule out:
+
+    * when the text is written in some language (a ``.tsx`` file, ``npm``, a Python
+      traceback), a tag in no language of the text goes (a lesson about ``main.tsx``
+      in a Flask + React project is not about Flask or pytest); a tag in no language
+      at all (``sqlite``) stays;
+    * when the text names a stack of a kind (:data:`KINDS`), the tags of that kind it
+      does not name go (a lesson that says "use vitest" is not about jest).
+
+    With nothing left, the tags stand as they are: the text then disagrees with all
+    of them, and the tags are what the lesson's author chose.
+    """
+    if not text:
+        return tags
+    kept = set(tags)
+    spoken = frozenset().union(*map(languages_of, text & LANGUAGE_TAGS))  # ts is javascript too
+    if spoken:
+        kept = {t for t in kept if not languages_of(t) or languages_of(t) & spoken}
+    for kind in KINDS:
+        named = text & kind
+        if named:
+            kept -= kind - named
+    return frozenset(kept) if kept else tags
 
 
 def normalize_tags(tags: list[str] | set[str] | tuple[str, ...]) -> list[str]:

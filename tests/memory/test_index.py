@@ -172,3 +172,30 @@ def test_builds_join_by_source_or_tags_within_the_hour_and_agree_when_asked_in_p
     gone.remove(lessons[1].id)  # a forgotten slot still gets a build, of its own
     got = gone.builds().tolist()
     assert got[0] != got[1] and got[6] == got[7]
+
+
+def test_stacks_are_read_from_tags_and_text_and_follow_additions_and_tag_changes(corpus):
+    from memory.tags import lesson_stacks, stack_tags
+
+    def expected(lesson):
+        tags = frozenset(stack_tags(set(lesson.tags)))
+        said = frozenset(stack_tags(infer_tags_from_text(lesson.text)))
+        return tag_mask(lesson_stacks(tags, said))
+
+    whole = LessonIndex(corpus)
+    assert whole.stacks().tolist() == [expected(x) for x in corpus]
+    narrowed = sum(
+        1
+        for x in corpus
+        if expected(x) != tag_mask(stack_tags(set(x.tags)))  # the text ruled something out
+    )
+    assert narrowed >= 30  # 38 of the 403 when written
+    parts = LessonIndex(corpus[:100])
+    parts.stacks()  # asked before the rest arrive
+    parts.add_many(corpus[100:])
+    assert parts.stacks().tolist() == whole.stacks().tolist()
+    front = Lesson(id="f0000001", type="error_pattern", trigger="main.tsx missing", fix="add it")
+    parts.add(front)
+    assert parts.stacks()[-1] == 0  # untagged: about no stack
+    parts.update(front.model_copy(update={"tags": ["flask", "react"]}))  # a merge adds tags
+    assert parts.stacks()[-1] == tag_mask({"react", "javascript"})

@@ -224,6 +224,39 @@ def test_recall_on_the_real_corpus_prefers_the_tasks_stack(corpus_home):
         assert not r.lesson.tags or stacks & set(r.lesson.tags), r.lesson.tags
 
 
+def test_a_mixed_projects_front_end_lesson_is_found_by_a_front_end_task(store):
+    """A Flask + React build tags all its lessons with both stacks; each lesson's text
+    says which part it is about, and a React task is given the front-end ones."""
+    mixed = ["flask", "pytest", "react", "vitest", "sqlite"]
+    front = add(store, "entry src/main.tsx missing", "add it and index.html", tags=mixed)
+    back = add(store, "dashboard route registered twice", "one flask blueprint", tags=mixed)
+    task = "a React + TypeScript dashboard tested with vitest"
+    got = {r.lesson.id: r for r in store.recall(task, now=NOW)}
+    assert got[front.id].parts.prior == pytest.approx(3 / 4)  # react, vitest, javascript
+    assert back.id not in got or got[back.id].parts.prior == 0.0
+    assert ids(store.recall(task, now=NOW))[0] == front.id
+    raw = RelevanceScorer(own_stacks=False)  # on raw tags, both carry the task's stacks
+    on_tags = {r.lesson.id: r for r in store.recall(task, scorer=raw, now=NOW)}
+    assert on_tags[back.id].parts.prior == on_tags[front.id].parts.prior
+    assert ids(store.recall(task, scorer=raw, now=NOW))[0] == back.id  # it matches "dashboard"
+
+
+def test_a_lessons_text_cannot_widen_what_it_is_about(store):
+    """A model that writes a lesson naming every stack in its text gains nothing by it: the
+    text only narrows the lesson's tags, so a TypeScript-tagged lesson gets the prior of
+    TypeScript alone on a React task however much React and vitest its text mentions."""
+    from memory.tags import STACK_TAGS
+
+    said = "react vitest jsx main.tsx " + " ".join(sorted(STACK_TAGS))
+    loud = add(store, said, "always show this", tags=["typescript"])
+    task = "a React + TypeScript dashboard tested with vitest"
+    got = store.recall(task, now=NOW)[0]
+    assert got.lesson.id == loud.id
+    assert got.parts.prior == pytest.approx(2 / 4)  # typescript, javascript of four
+    raw = store.recall(task, scorer=RelevanceScorer(own_stacks=False), now=NOW)[0]
+    assert got.parts.prior == raw.parts.prior and got.parts.stack == raw.parts.stack
+
+
 def test_a_lesson_tagged_with_every_stack_gets_little_of_the_prior(store):
     """A model that tags a lesson with every stack, to be shown on every task, is bounded:
     the prior is scaled by min(1, 3 x the share of the lesson's stacks the task has)."""
@@ -270,9 +303,13 @@ def test_default_score_is_relevance_times_the_adjustments_plus_the_stack_prior(s
     assert got["cookies and sessions expire"].parts.prior == 0.5
     assert got["session cookie secure flag"].parts.prior == 0.0
     assert got["flask session cookie too large"].parts.stack == 1.0
-    # tags flask, react, vitest, sqlite; with implied languages: + python, javascript.
-    # The task's stacks (flask, python) cover 2 of those 6.
-    assert got["flask session stored client side"].parts.stack == pytest.approx(2 / 6)
+    # tags flask, react, vitest, sqlite; with implied languages: + python, javascript. Its
+    # text is about Flask, in Python: react, vitest and javascript are not its stacks, and
+    # the task's stacks (flask, python) cover 2 of the 3 left (2 of all 6 on raw tags).
+    assert got["flask session stored client side"].parts.stack == pytest.approx(2 / 3)
+    raw = RelevanceScorer(own_stacks=False)
+    on_tags = {r.lesson.trigger: r for r in store.recall("flask session cookie", scorer=raw)}
+    assert on_tags["flask session stored client side"].parts.stack == pytest.approx(2 / 6)
     assert got["session cookie secure flag"].parts.stack == 0.5  # untagged: neutral
     assert got["flask session cookie too large"].parts.recency == pytest.approx(1 / (1 + 10 / 30))
     assert got["flask session cookie too large"].parts.usage == pytest.approx(
@@ -334,11 +371,12 @@ def _recall_quality():
 
 
 @pytest.mark.parametrize(
-    ("label_set", "floor"), [("tuning set", 0.55), ("held-out set", 0.54), ("blind set", 0.50)]
+    ("label_set", "floor"), [("tuning set", 0.57), ("held-out set", 0.56), ("blind set", 0.535)]
 )
 def test_ndcg_on_the_label_sets_stays_above_its_floor(label_set, floor):
-    """0.562 / 0.556 / 0.531 (default) when written, 0.523 / 0.516 / 0.484 before the
-    stack prior and build-mates; a regression fails here."""
+    """0.579 / 0.570 / 0.545 (default) when written; 0.562 / 0.556 / 0.531 with stacks
+    from tags alone, 0.523 / 0.516 / 0.484 before the stack prior and build-mates too;
+    a regression fails here."""
     import json
 
     bench = _recall_quality()
@@ -347,8 +385,9 @@ def test_ndcg_on_the_label_sets_stays_above_its_floor(label_set, floor):
     labels = json.loads(bench.LABEL_SETS[label_set].read_text())
     figures = bench.summarise(bench.evaluate(store, labels, now))
     assert figures["default"]["mean"] >= floor
-    assert figures["default-previous"]["mean"] > 0.02
-    assert figures["default"]["mean"] > figures["bm25_tags"]["mean"] + 0.05
+    assert figures["default-previous"]["mean"] > 0.04
+    assert figures["default-tags"]["mean"] > 0.01  # the lessons' own stacks gain on each set
+    assert figures["default"]["mean"] > figures["bm25_tags"]["mean"] + 0.08
     assert figures["seed"]["mean"] < 0.2
     if label_set == "tuning set":
         assert figures["build"]["mean"] >= 0.57

@@ -1,7 +1,7 @@
 """Tag inference: the strict task tags and the broad text tags."""
 
 from memory import KNOWN_TAGS, infer_tags_from_text, infer_task_tags
-from memory.tags import PHASE_TAGS, stack_tags
+from memory.tags import PHASE_TAGS, lesson_stacks, stack_tags
 
 
 def test_known_tags_hold_the_stacks_and_the_phases():
@@ -38,3 +38,49 @@ def test_text_tags_read_file_extensions():
 def test_stack_tags_drop_phases_and_add_languages():
     assert stack_tags({"flask", "build"}) == {"flask", "python"}
     assert stack_tags({"plan", "modular"}) == set()
+
+
+# ---------------------------------------------------------------- what a lesson is about
+MIXED = stack_tags({"flask", "pytest", "react", "vitest", "sqlite"})
+"""A Flask + React project's tags, with the languages they imply."""
+
+
+def about(tags: set[str], text: str) -> set[str]:
+    return set(lesson_stacks(frozenset(tags), frozenset(stack_tags(infer_tags_from_text(text)))))
+
+
+def test_a_lessons_text_rules_out_the_tags_of_another_language():
+    front = about(MIXED, "missing src/main.tsx makes the Vite build fail")
+    assert front == {"react", "vitest", "javascript", "sqlite"}  # sqlite has no language
+    back = about(MIXED, "Flask blueprint registered twice under pytest")
+    assert back == {"flask", "pytest", "python", "sqlite"}
+
+
+def test_a_lessons_text_rules_out_the_other_stacks_of_a_kind_it_names():
+    ts = stack_tags({"typescript", "jest", "vitest", "node"})
+    assert about(ts, "vitest needs vitest.config.ts, not a jest config") == ts  # names both
+    assert about(ts, "vitest needs describe and it imported") == ts - {"jest"}
+    web = about(MIXED | {"fastapi"}, "fastapi route returns 500")  # flask is the other one
+    assert web == {"fastapi", "pytest", "python", "sqlite"}
+
+
+def test_a_lessons_text_never_adds_a_stack_and_never_leaves_it_with_none():
+    assert about({"python"}, "index.tsx uses React hooks under vitest") == {"python"}
+    assert about(MIXED, "the build log is empty") == MIXED  # the text says nothing
+    assert about({"flask", "python"}, "cargo build fails in src/main.rs") == {"flask", "python"}
+    assert about(set(), "main.tsx") == set()
+
+
+def test_what_a_lesson_is_about_is_always_within_its_tags():
+    """Whatever text a model writes, it can only narrow its lesson's stacks, never widen
+    them: the prior and the agreement recall gives a lesson never exceed its tags'."""
+    from memory.tags import STACK_TAGS
+
+    texts = ["", "main.tsx", "app.py and index.ts", "cargo, go.mod, npm, pip", "jest vitest"]
+    texts += [" ".join(sorted(STACK_TAGS)), "flask django react vue pytest jest"]
+    tag_sets = [set(), {"python"}, MIXED, set(STACK_TAGS), {"sqlite"}, {"jest", "node"}]
+    for tags in tag_sets:
+        for text in texts:
+            got = about(stack_tags(tags), text)
+            assert got <= stack_tags(tags)
+            assert got or not stack_tags(tags)
