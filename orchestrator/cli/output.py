@@ -11,6 +11,7 @@ import functools
 import json
 import sys
 from collections.abc import Iterable
+from datetime import datetime
 
 PIPED_WIDTH = 140
 
@@ -72,11 +73,32 @@ def warn(message: str) -> None:
     print(f"cadillac: warning: {message}", file=sys.stderr)
 
 
+TIME_FIELDS = frozenset({"ts", "last_used_ts", "created", "updated"})
+"""Fields that hold Unix times: shown as local dates, kept as numbers in --json."""
+
+
+def when(stamp: object) -> str:
+    """A Unix time as a local date and time (what is not a number is shown as it is)."""
+    if isinstance(stamp, bool) or not isinstance(stamp, int | float):
+        return str(stamp)
+    try:
+        return datetime.fromtimestamp(stamp).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return str(stamp)
+
+
 def fields(values: dict) -> None:
-    """A record's fields, a row each (a list as its items joined by commas)."""
+    """A record's fields, a row each (a list as its items joined by commas, a time as a
+    date: :data:`TIME_FIELDS`)."""
     t = table(None, (), show_header=False, box=None)
     t.add_column(style="bold")
     t.add_column(overflow="fold")
     for key, value in values.items():
-        t.add_row(key, ", ".join(value) if isinstance(value, list) else str(value))
+        if isinstance(value, list):
+            shown = ", ".join(map(str, value))
+        elif key in TIME_FIELDS and value is not None:
+            shown = when(value)
+        else:
+            shown = str(value)
+        t.add_row(key, shown)
     out().print(t)

@@ -221,3 +221,23 @@ def test_a_notes_folder_that_is_a_symlink_is_one_error_line(capsys, home, tmp_pa
         code, _, err = run(capsys, "memory", *argv)
         assert code == 1 and one_error_line(err) and "is a symlink: refused" in err, argv
     assert list((tmp_path / "real").iterdir()) == []
+
+
+def test_show_prints_times_as_dates_and_json_keeps_the_numbers(capsys, home):
+    from datetime import datetime
+
+    lesson = _lesson_id(capsys)
+    run(capsys, "memory", "remember", "dates please", "--name", "dated")
+    code, out, _ = run(capsys, "memory", "show", "dated", "--json")
+    created = json.loads(out)["created"]
+    assert isinstance(created, float)
+    day = datetime.fromtimestamp(created).strftime("%Y-%m-%d")
+    code, out, _ = run(capsys, "memory", "show", "dated")
+    assert code == 0 and f"{created}" not in out
+    rows = {row.split()[0]: row.split()[1:] for row in out.splitlines() if row.strip()}
+    assert rows["created"][0] == day and rows["updated"][0] == day
+    code, out, _ = run(capsys, "memory", "show", lesson)
+    ts = json.loads(run(capsys, "memory", "show", lesson, "--json")[1])["ts"]
+    rows = {row.split()[0]: row.split()[1:] for row in out.splitlines() if row.strip()}
+    assert rows["ts"] == datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S").split()
+    assert rows["last_used_ts"] == ["None"]
