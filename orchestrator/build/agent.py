@@ -731,6 +731,7 @@ class Builder:
         s.seconds = round(self.base_seconds + time.time() - self.started, 3)
         s.llm_calls, s.failed_attempts = t.calls, t.failed_attempts
         s.tokens_in, s.tokens_out, s.cost_usd = t.tokens_in, t.tokens_out, t.cost_usd
+        s.tokens_cached = t.tokens_cached
         s.files = self.workspace.files()
         s.memory_saved = list(self.memory_tool.saved)
         self.run.save_summary(s)

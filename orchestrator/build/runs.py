@@ -115,6 +115,8 @@ class RunSummary(BaseModel):
     failed_attempts: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int = 0
+    """Of ``tokens_in``, those the provider read from its prompt cache (the stable prefix)."""
     cost_usd: float | None = None
     lessons_recalled: list[str] = Field(default_factory=list)
     lessons_applied: list[str] = Field(default_factory=list)

@@ -228,6 +228,8 @@ class LLMReply(BaseModel):
     model: str
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int = 0
+    """Of ``tokens_in``, those the provider read from its prompt cache."""
     cost_usd: float | None = None
     latency_s: float = 0.0
 
@@ -251,6 +253,7 @@ class LLMTotals(BaseModel):
     failed_attempts: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int = 0
     cost_usd: float | None = None
     """Sum of known costs; None when no call had a known price."""
     seconds: float = 0.0
@@ -310,6 +313,14 @@ def cache_marked(messages: list[dict], stable_chars: int) -> list[dict]:
     if content[stable_chars:]:
         blocks.append({"type": "text", "text": content[stable_chars:]})
     return [{**first, "content": blocks}, *messages[1:]]
+
+
+def _cached_tokens(usage) -> int:
+    """Prompt tokens read from the provider's cache: OpenAI's ``cached_tokens``, or
+    Anthropic's ``cache_read_input_tokens`` (litellm passes on both); 0 when unsaid."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    found = [getattr(details, "cached_tokens", 0), getattr(usage, "cache_read_input_tokens", 0)]
+    return max((int(x) for x in found if isinstance(x, int | float) and x > 0), default=0)
 
 
 def _retryable_classes(litellm) -> tuple[type[BaseException], ...]:
@@ -571,6 +582,7 @@ class LLMClient:
             response=reply.as_message(),
             tokens_in=reply.tokens_in,
             tokens_out=reply.tokens_out,
+            tokens_cached=reply.tokens_cached,
             cost_usd=reply.cost_usd,
         )
         self._log(record)
@@ -578,6 +590,7 @@ class LLMClient:
         t.calls += 1
         t.tokens_in += reply.tokens_in
         t.tokens_out += reply.tokens_out
+        t.tokens_cached += reply.tokens_cached
         t.seconds += latency
         if reply.cost_usd is not None:
             t.cost_usd = (t.cost_usd or 0.0) + reply.cost_usd
@@ -921,6 +934,7 @@ def _reply(response, endpoint: Endpoint, latency: float, litellm) -> LLMReply:
         model=endpoint.model,
         tokens_in=getattr(usage, "prompt_tokens", 0) or 0,
         tokens_out=getattr(usage, "completion_tokens", 0) or 0,
+        tokens_cached=_cached_tokens(usage),
         cost_usd=float(cost) if cost is not None else None,
         latency_s=latency,
     )

@@ -294,6 +294,43 @@ def test_anthropic_models_get_the_stable_prefix_marked_for_the_cache():
     assert cache_marked(messages, 999) is messages
 
 
+def test_an_anthropic_model_is_sent_the_prefix_marked_and_reads_it_from_the_cache(remembered):
+    """A whole build through litellm to an Anthropic-shaped server on 127.0.0.1: every
+    phase's request carries the build's stable prefix as a system block marked for the
+    cache, the same text in every round, and the server's cache reads reach the summary."""
+    from tests.fakes.openai_server import FakeOpenAI
+
+    with FakeOpenAI(lambda body: wordfreq.policy(body["messages"], body.get("tools"))) as server:
+        cfg = BuildConfig(
+            llm=LLMConfig(
+                model="anthropic/claude-sonnet-4-5",
+                api_base=server.anthropic_base,
+                api_key="sk-ant-local",
+                wait_initial_s=0.01,
+                wait_max_s=0.02,
+            )
+        )
+        builder = Builder.start(remembered, cfg, wordfreq.TASK)
+        summary = builder.build()
+    assert summary.status == "passed", summary.reason
+    phases = [r for r in server.requests if r.get("tools")]
+    assert len(phases) > 12
+    prefix = builder.prefix
+    assert "The user's name is Ada." in prefix and f"[{summary.lessons_recalled[0]}]" in prefix
+    for body in phases:
+        first, *rest = body["system"]
+        assert first == {"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}}
+        assert "# Phase:" in "".join(b["text"] for b in rest)
+        assert not any("cache_control" in b for b in rest)
+    reflections = [r for r in server.requests if not r.get("tools")]
+    assert reflections and all("cache_control" not in json.dumps(r) for r in reflections)
+    # the first phase request writes the cache; every later one reads the prefix from it
+    assert summary.tokens_cached == (len(phases) - 1) * (len(prefix) // 4)
+    logged = [json.loads(x) for x in builder.run.llm_path.read_text().splitlines()]
+    assert sum(r.get("tokens_cached", 0) for r in logged) == summary.tokens_cached
+    assert summary.cost_usd is not None and summary.cost_usd > 0  # a priced model
+
+
 SKILL = """---
 name: python-cli-tool
 description: A small Python command-line tool with unittest tests
