@@ -247,6 +247,10 @@ class Builder:
         self.base_seconds = self.summary.seconds
         self.lock: FileLock | None = None
         """The run's lock, once taken (resume takes it first: a live run is not resumed)."""
+        self.resuming = False
+        """Set by :meth:`resume`: an enhance build then goes back to its last checkpoint."""
+        self.discarded: list[str] = []
+        """What going back to the checkpoint discarded (the stopped phase's changes)."""
 
     @staticmethod
     def preflight(config: BuildConfig) -> None:
@@ -316,6 +320,7 @@ class Builder:
             lock.release()
             raise
         builder.lock = lock
+        builder.resuming = True
         return builder
 
     # ------------------------------------------------------------------ the loop
@@ -338,6 +343,7 @@ class Builder:
         budgets = self.history.compute_budgets(self.tags)
         done = {p.phase for p in s.phases if p.outcome == "passed"}
         s.phases = [p for p in s.phases if p.outcome == "passed"]
+        self.discarded = discarded = self._back_to_checkpoint() if self.resuming else []
         self.emit(
             "build_start",
             task=self.task,
@@ -349,6 +355,7 @@ class Builder:
             memory=self.view.event(),
             skills=s.skills_seen,
             plugins=self.hooks.names,
+            discarded=discarded,
         )
         self._hook("build_start", task=self.task, config=self.record.config)
         try:
@@ -531,10 +538,20 @@ class Builder:
                 f"The project's own test command: {command}; its tests: "
                 f"{base.suite.count()} in {len(base.suite.tests)} file(s)."
             )
-        digest = self.knowledge.refresh().digest
+        digest = self.knowledge.latest().digest  # the end of the last phase refreshed it
         if digest:
             parts.append("An overview of the project (knowledge digest):\n" + digest)
         return "\n\n".join(parts)
+
+    def _back_to_checkpoint(self) -> list[str]:
+        """A resumed enhance build runs the phase it stopped in again from its start, so
+        its workspace goes back to the last phase's commit first (see
+        :func:`orchestrator.build.source.restore`); what that discards is returned."""
+        if self.source is None:
+            return []
+        from orchestrator.build import source as sources
+
+        return sources.restore(self.source, self.run.workspace)
 
     def _unchanged_deps(self) -> PhaseSummary | None:
         """An enhance build whose dependency files are as they were, and whose plan does not

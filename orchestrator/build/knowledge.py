@@ -62,9 +62,12 @@ class Knowledge:
         self.on_error = on_error or (lambda message: None)
         self.problem = ""
         """Why the last refresh failed ("" when it did not)."""
+        self.refreshes = 0
+        """How many times the index was brought up to date (a build's count, for tests)."""
 
     def refresh(self) -> CodeIndex:
         """Bring the index up to date with the workspace (fail-open) and load it."""
+        self.refreshes += 1
         try:
             build_index(self.workspace, self.index_dir)
             self.problem = ""
@@ -72,6 +75,12 @@ class Knowledge:
             self.problem = f"the index could not be refreshed ({type(exc).__name__}: {exc})"
             self.on_error(self.problem)
         return CodeIndex.load(self.index_dir)
+
+    def latest(self) -> CodeIndex:
+        """The index as the last refresh left it: between phases nothing else writes to the
+        workspace, so a phase's opening prompt need not index again what the end of the
+        last phase just indexed (the first phase refreshes, as nothing has yet)."""
+        return self.refresh() if not self.refreshes else CodeIndex.load(self.index_dir)
 
     def answer(self, action: str, query: str) -> str:
         query = query.strip()

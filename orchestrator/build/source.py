@@ -13,7 +13,11 @@ touched while it does:
 After each phase that passed, what changed is committed on that branch (one commit per
 phase that changed something: the history reads as the build went), and the whole change
 since the start is written to ``runs/<id>/changes.patch``. cadillac's own files
-(``plan.json``, ``PLAN.md``) and installed environments are never committed.
+(``plan.json``, ``PLAN.md``) and installed environments are never committed. Those
+commits are the build's checkpoints: a resumed build runs again the phase it stopped in,
+from its start, so :func:`restore` first takes the workspace back to the last commit
+(what the stopped phase half wrote is discarded and listed; environments and cadillac's
+files stay).
 
 The workspace is the model's, and a model can write a ``.git`` file or folder of its own
 there, whose configuration could name commands git would run. So cadillac never lets
@@ -163,6 +167,21 @@ def commit(source: Source, workspace: Path, message: str, allow_empty: bool = Fa
     if staged.strip() or allow_empty:
         _git(source, workspace, "commit", "-q", "--no-verify", "--allow-empty", "-m", message)
     return _git(source, workspace, "rev-parse", "HEAD").strip()
+
+
+def restore(source: Source, workspace: Path) -> list[str]:
+    """Take ``workspace`` back to its last commit: tracked files as committed, files made
+    since removed (environments, caches and cadillac's own files kept). Returns the paths
+    that were changed or made since, as they were discarded."""
+    changed = _git(source, workspace, "status", "--porcelain", "--untracked-files=all", "--")
+    keep = [*CADILLAC_FILES, *ENV_DIRS, "__pycache__"]
+    exclude = [arg for name in keep for arg in ("-e", name)]
+    made = _git(source, workspace, "clean", "-n", "-d", *exclude, "--")
+    _git(source, workspace, "reset", "-q", "--hard", "HEAD")
+    _git(source, workspace, "clean", "-q", "-f", "-d", *exclude, "--")
+    lost = [line[3:] for line in changed.splitlines() if line[:2] != "??"]
+    lost += [line.removeprefix("Would remove ") for line in made.splitlines() if line]
+    return sorted(set(lost))
 
 
 def write_patch(source: Source, workspace: Path, out: Path) -> str:

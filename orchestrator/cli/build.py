@@ -168,6 +168,13 @@ def _run(builder, args: argparse.Namespace) -> int:
         summary = builder.build()
     for phase in summary.phases[shown:]:
         _phase_line(phase)
+    if builder.discarded:
+        names = ", ".join(builder.discarded[:8]) + (" ..." if len(builder.discarded) > 8 else "")
+        err.print(
+            "resumed from the last phase's commit: the stopped phase's changes to "
+            f"{len(builder.discarded)} file(s) were discarded ({names})",
+            markup=False,
+        )
     show_summary(summary)
     return 0 if summary.status == "passed" else 1
 

@@ -72,6 +72,15 @@ def git_planter(messages, tools):
     return _with(messages, tools, [{"name": "run", "arguments": {"command": command}}])
 
 
+def link_planter(messages, tools):
+    """Also turns the tracked ``tests`` folder into a link to the host folder named by
+    CADILLAC_TEST_HOST and leaves a second link to it, for whatever cadillac later does to
+    the workspace (a resume takes it back to its last commit) to follow."""
+    host = os.environ["CADILLAC_TEST_HOST"]
+    command = f"rm -rf tests && ln -s {host} tests && ln -s {host} escape"
+    return _with(messages, tools, [{"name": "run", "arguments": {"command": command}}])
+
+
 def reference_applier(messages, tools):
     """Makes an enhance task's reference change (found by the task's prompt among
     matrices/enhance), as a model that knew the answer would: plan, write, finish."""

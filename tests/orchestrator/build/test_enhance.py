@@ -254,3 +254,67 @@ def test_an_enhance_task_of_a_matrix_is_built_from_its_repo_and_scored(home):
     assert (task.dir / "repo" / "colsum.py").read_text() != (
         home / "runs" / run.run_id / "workspace" / "colsum.py"
     ).read_text()
+
+
+def test_a_stopped_enhance_build_resumes_from_its_last_phase_commit(home, user_repo, capsys):
+    """Stopped by its token cap halfway through the build phase, an enhance run resumes
+    with `build --resume`: the workspace goes back to the scaffold's commit (the half-done
+    edits are discarded and listed, not applied twice), and the branch ends with exactly
+    the change a run that was never stopped makes."""
+    before = snapshot(user_repo)
+    code, stopped = enhance(home, user_repo, "honest", "--max-tokens", "12000")
+    assert code == 1 and stopped["status"] == "stopped", stopped["reason"]
+    assert [p["phase"] for p in stopped["phases"]] == ["plan", "deps", "scaffold"]
+    run = home / "runs" / stopped["run_id"]
+    assert "--min-length" in (run / "workspace" / "wordfreq.py").read_text()  # half done
+    capsys.readouterr()
+
+    argv = ["build", "--resume", stopped["run_id"], "--home", str(home)]
+    assert main([*argv, "--model", MODEL.format("honest")]) == 0
+    err = capsys.readouterr().err
+    assert "the stopped phase's changes to 3 file(s) were discarded" in err
+    resumed = json.loads((run / "summary.json").read_text())
+    assert resumed["status"] == "passed" and resumed["kind"] == "enhance"
+    assert resumed["changed"] == ["README.md", "tests/test_wordfreq.py", "wordfreq.py"]
+    starts = [
+        json.loads(x)["data"]
+        for x in (run / "events.jsonl").read_text().splitlines()
+        if '"build_start"' in x
+    ]
+    assert starts[-1]["resumed"] and starts[-1]["discarded"] == [
+        "README.md",
+        "tests/test_wordfreq.py",
+        "wordfreq.py",
+    ]
+    program = git(user_repo, "show", f"{resumed['branch']}:wordfreq.py")
+    assert program.count('"--min-length"') == 1  # applied once, not on top of itself
+    assert (run / "workspace" / "plan.json").exists() and snapshot(user_repo) == before
+    patch = (run / "changes.patch").read_text()
+    assert patch.strip() == git(user_repo, "diff", "--binary", f"main..{resumed['branch']}")
+
+
+def test_going_back_to_the_checkpoint_follows_no_link_the_model_left(
+    home, user_repo, tmp_path, monkeypatch
+):
+    """A model turns the tracked tests folder into a link to a host folder, adds another,
+    and burns its tokens; the resume that takes the workspace back to its last commit
+    removes the links and writes the tests back into the workspace, never into the host
+    folder the links name."""
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "precious.txt").write_text("the user's\n")
+    monkeypatch.setenv("CADILLAC_TEST_HOST", str(host))
+    code, stopped = enhance(home, user_repo, "link_planter", "--max-tokens", "12000")
+    assert stopped["status"] == "stopped", stopped["reason"]
+    workspace = home / "runs" / stopped["run_id"] / "workspace"
+    assert (workspace / "tests").is_symlink() and (workspace / "escape").is_symlink()
+
+    argv = ["build", "--resume", stopped["run_id"], "--home", str(home), "--json"]
+    assert main([*argv, "--model", MODEL.format("honest")]) == 0
+    assert sorted(p.name for p in host.iterdir()) == ["precious.txt"]
+    assert (host / "precious.txt").read_text() == "the user's\n"
+    assert not (workspace / "escape").exists() and not (workspace / "escape").is_symlink()
+    assert (workspace / "tests").is_dir() and not (workspace / "tests").is_symlink()
+    resumed = json.loads((workspace.parent / "summary.json").read_text())
+    assert resumed["status"] == "passed"
+    assert resumed["changed"] == ["README.md", "tests/test_wordfreq.py", "wordfreq.py"]
