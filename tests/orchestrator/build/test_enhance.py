@@ -318,3 +318,19 @@ def test_going_back_to_the_checkpoint_follows_no_link_the_model_left(
     resumed = json.loads((workspace.parent / "summary.json").read_text())
     assert resumed["status"] == "passed"
     assert resumed["changed"] == ["README.md", "tests/test_wordfreq.py", "wordfreq.py"]
+
+
+def test_the_index_is_refreshed_once_at_each_phase_boundary(home, user_repo):
+    """After each phase (so the next one's search sees what it wrote) and before each
+    knowledge answer; a phase's opening digest reads what the last phase's refresh left."""
+    from orchestrator.build.agent import BuildConfig, Builder
+    from orchestrator.home import Home
+    from orchestrator.llm.client import LLMConfig
+
+    config = BuildConfig(llm=LLMConfig(model=MODEL.format("honest")))
+    builder = Builder.enhance(Home(home), config, policies.TASK, user_repo)
+    summary = builder.build()
+    assert summary.status == "passed", summary.reason
+    events = [json.loads(x) for x in builder.run.events_path.read_text().splitlines()]
+    answers = sum(1 for e in events if e["kind"] == "tool" and e["data"]["tool"] == "knowledge")
+    assert builder.knowledge.refreshes == 1 + len(summary.phases) + answers
