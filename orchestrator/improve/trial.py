@@ -8,9 +8,11 @@ trusted with the judge. So:
 * its **builds** run in the sandbox too (:class:`SandboxedMatrix`): ``cadillac matrix run
   --build-only`` with the trial's code first on ``PYTHONPATH``, seeing the worktree
   read-only and the trial's own folder read-write, which holds a frozen copy of the home's
-  memory and budgets and a copy of the matrix *without* its hidden checks. The network
-  is open only when a model must be reached over it (a built-in ``scripted:`` or
-  ``replay:`` model needs none, and then the trial has no network at all), and the
+  memory and budgets and a copy of the matrix *without* its hidden checks. It has no
+  network: a trial whose models are built in (``scripted:``, ``replay:``) needs none, and
+  one whose model is reached over the network reaches that model's host and the package
+  registries alone, through an egress gate in this process
+  (:mod:`orchestrator.sandbox.egress`; its decisions in the trial's ``egress.jsonl``). Its
   environment holds only the variables the builder model needs
   (:func:`orchestrator.llm.keys.provider_env`);
 * the trial's builds are then **scored by this process** (the code the cycle started
@@ -31,10 +33,12 @@ import re
 import shlex
 import shutil
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -51,13 +55,16 @@ from orchestrator.hooks import NO_PLUGINS_ENV
 from orchestrator.llm.backends import is_builtin
 from orchestrator.llm.client import LLMConfig
 from orchestrator.llm.keys import provider_env
+from orchestrator.sandbox import egress
 from orchestrator.sandbox.executor import ExecConfig, run_command
 from orchestrator.sandbox.files import read_regular, what_is
 from orchestrator.sandbox.installs import remove_envs
 
 RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}")
 LAUNCHER = (
-    "import ctypes, runpy, sys; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); "  # PR_SET_DUMPABLE 0
+    "import ctypes, os, runpy, sys; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); "  # not dumpable
+    "os.environ.get('CADILLAC_EGRESS_SOCKET') and "  # the way out, when there is a gate
+    "__import__('orchestrator.sandbox.egress').sandbox.egress.use_relay(); "
     "sys.argv = ['cadillac', *sys.argv[1:]]; runpy.run_module('orchestrator', run_name='__main__')"
 )
 
@@ -226,6 +233,41 @@ class SandboxedMatrix:
             if path.is_file()
         }
         """The memory and budgets as they stood when the cycle began: every trial starts there."""
+        self.egress = self._egress_hosts()
+        """The hosts a trial may reach through the gate; None: no gate (no network at all,
+        or, without a sandbox, the host's)."""
+
+    def _egress_hosts(self) -> set[egress.Host] | None:
+        """The model's hosts and the package registries, when a model is reached over the
+        network and trials are sandboxed; CadillacError now for a host that cannot be told."""
+        if not self._needs_network() or self.executor.sandbox == "none":
+            return None
+        from orchestrator.llm.client import litellm_module
+
+        litellm = litellm_module()
+
+        def provider_of(model: str) -> str | None:
+            try:
+                return litellm.get_llm_provider(model)[1]
+            except Exception:  # a name litellm cannot place
+                return None
+
+        endpoints = [(e.model, e.api_base) for e in self.llm.endpoints() if not is_builtin(e.model)]
+        return egress.model_hosts(endpoints, provider_of) | egress.registry_hosts()
+
+    @contextmanager
+    def _way_out(self, trial: Path) -> Iterator[tuple[bool, dict[str, str], list[Path]]]:
+        """(network, environment, writable folders) of a trial: the host's network only
+        without a sandbox; else none, and a gate to the allowed hosts when there are any."""
+        if self.egress is None:
+            yield self._needs_network(), {}, []
+            return
+        folder = Path(tempfile.mkdtemp(prefix="cadillac-egress-"))  # a short socket path
+        try:
+            with egress.EgressGate(folder, self.egress, log=trial / "egress.jsonl") as gate:
+                yield False, {egress.SOCKET_ENV: str(gate.path)}, [folder]
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def interrupt(self) -> None:
         """Kill the rounds in progress (their sandboxes, and every build in them)."""
@@ -238,16 +280,18 @@ class SandboxedMatrix:
         public, home = trial / "matrix", trial / "home"
         self._public_matrix(public)
         self._frozen_home(home)
-        done = run_command(
-            self._command(public, home, round),
-            trial,
-            trial_config(self.executor, self.timeout_s),
-            timeout_s=self.timeout_s,
-            network=self._needs_network(),
-            env=self._env(code),
-            visible=[code, *runtime_paths(), *self._model_files()],
-            stop=self.stop,
-        )
+        with self._way_out(trial) as (network, gate_env, gate_dirs):
+            done = run_command(
+                self._command(public, home, round),
+                trial,
+                trial_config(self.executor, self.timeout_s),
+                timeout_s=self.timeout_s,
+                network=network,
+                env={**self._env(code), **gate_env},
+                visible=[code, *runtime_paths(), *self._model_files()],
+                writable=gate_dirs,
+                stop=self.stop,
+            )
         (trial / "trial.log").write_text(done.for_model(), encoding="utf-8")
         if done.stopped:  # killed outright: its builds could not say so themselves
             mark_interrupted(home)

@@ -92,7 +92,11 @@ BASE_ENV = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ")
 PACKAGE_ENV_PREFIXES = ("PIP_", "NPM_CONFIG_", "CARGO_")
 PACKAGE_ENV_NAMES = frozenset(
     {"GOPROXY", "GOSUMDB", "GOFLAGS", "GOPRIVATE", "GONOPROXY", "GONOSUMDB", "GOINSECURE"}
+    | {f"{name}_PROXY" for name in ("HTTP", "HTTPS", "ALL", "NO")}
+    | {f"{name}_proxy" for name in ("http", "https", "all", "no")}
 )
+"""Besides the prefixes: Go's settings, and the proxy an install goes through (a user's
+proxy, or an improve trial's egress gate: :mod:`orchestrator.sandbox.egress`)."""
 
 
 def _secret(name: str) -> bool:

@@ -30,6 +30,7 @@ from orchestrator.improve.proposals import (
 from orchestrator.improve.weaknesses import Weakness
 from orchestrator.llm.backends import register_script
 from orchestrator.llm.client import LLMClient, LLMConfig
+from tests.fakes.openai_server import FakeOpenAI
 from tests.orchestrator.conftest import git
 from tests.orchestrator.improve.test_improve import ADD_SENTENCE, SMALL, Lift, answer, cycle
 
@@ -259,3 +260,62 @@ def test_a_trial_sees_an_enhance_tasks_starting_project_but_never_its_checks(hom
     assert not list(public.rglob("test_*.py")) or all(
         "repo" in p.relative_to(public).parts for p in public.rglob("test_*.py")
     )
+
+
+NETWORK_PROBE = """
+def _cadillac_network_probe():  # planted by a hostile improver
+    import json, os, pathlib, socket, urllib.request
+    report = {"proxy": os.environ.get("HTTPS_PROXY", "")}
+    try:
+        socket.create_connection(("127.0.0.1", PORT), timeout=2).close()
+        report["direct"] = "connected"
+    except OSError as exc:
+        report["direct"] = f"denied: {exc.strerror or exc}"
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{PORT}/", timeout=5)
+        report["proxied"] = "answered"
+    except Exception as exc:
+        report["proxied"] = f"denied: {exc}"
+    pathlib.Path("network-report.json").write_text(json.dumps(report))
+
+
+_cadillac_network_probe()
+"""
+
+
+def test_a_trial_with_a_real_provider_reaches_that_provider_and_nothing_else(home, repo, tmp_path):
+    """A trial whose builder is reached over HTTP gets no network of its own, only the
+    egress gate to the model's host (and the registries): its builds are made through it,
+    while code a hostile patch planted in the build loop can reach no other host port,
+    neither directly nor through the gate."""
+    from orchestrator.improve.trial import RoundSpec, SandboxedMatrix
+    from tests.fakes.improve_policies import sentence_builder
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    agent = repo / "orchestrator" / "build" / "agent.py"
+    text = agent.read_text()
+    agent.write_text(text.replace("NUDGE = ", f"PORT = {port}\n{NETWORK_PROBE}\n\nNUDGE = ", 1))
+    small = Path(__file__).resolve().parents[2] / "fixtures" / "matrix_small"
+    policy = lambda body: sentence_builder(body["messages"], body.get("tools"))  # noqa: E731
+    with FakeOpenAI(policy) as server:
+        llm = LLMConfig(model="openai/gpt-4o-mini", api_base=server.api_base, api_key="sk-x")
+        runner = SandboxedMatrix(Home(home), small, llm, jobs=1)
+        assert ("127.0.0.1", server.server.server_address[1]) in runner.egress
+        assert ("pypi.org", 443) in runner.egress
+        results = runner.run(repo, "probe", tmp_path, RoundSpec(split="train"))
+    trial = tmp_path / "probe-trial"
+    report = json.loads((trial / "network-report.json").read_text())
+    assert report["proxy"].startswith("http://127.0.0.1:"), report  # the relay, inside
+    assert report["direct"].startswith("denied"), report
+    assert report["proxied"].startswith("denied") and "403" in report["proxied"], report
+    listener.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        listener.accept()
+    listener.close()
+    assert len(server.requests) > 10  # the builds talked to their model through the gate
+    assert {r.task_id for r in results.runs} == {"wf-a", "wf-b"}
+    assert all(r.status == "passed" for r in results.runs), results.runs
+    decisions = [json.loads(x) for x in (trial / "egress.jsonl").read_text().splitlines()]
+    assert {d["port"] for d in decisions if not d["allowed"]} == {port}
+    assert all(d["allowed"] for d in decisions if d["port"] != port)
