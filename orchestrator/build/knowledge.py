@@ -63,7 +63,7 @@ class Knowledge:
         self.problem = ""
         """Why the last refresh failed ("" when it did not)."""
         self.refreshes = 0
-        """How many times the index was brought up to date (a build's count, for tests)."""
+        """How many times the index was brought up to date in this build (0: never yet)."""
 
     def refresh(self) -> CodeIndex:
         """Bring the index up to date with the workspace (fail-open) and load it."""

@@ -173,13 +173,18 @@ def restore(source: Source, workspace: Path) -> list[str]:
     """Take ``workspace`` back to its last commit: tracked files as committed, files made
     since removed (environments, caches and cadillac's own files kept). Returns the paths
     that were changed or made since, as they were discarded."""
-    changed = _git(source, workspace, "status", "--porcelain", "--untracked-files=all", "--")
+    changed = _git(source, workspace, "status", "-z", "--porcelain", "--untracked-files=no", "--")
     keep = [*CADILLAC_FILES, *ENV_DIRS, "__pycache__"]
     exclude = [arg for name in keep for arg in ("-e", name)]
     made = _git(source, workspace, "clean", "-n", "-d", *exclude, "--")
     _git(source, workspace, "reset", "-q", "--hard", "HEAD")
     _git(source, workspace, "clean", "-q", "-f", "-d", *exclude, "--")
-    lost = [line[3:] for line in changed.splitlines() if line[:2] != "??"]
+    lost, entries = [], iter(changed.split("\0"))
+    for entry in entries:  # "XY path"; a rename or copy is followed by its old path alone
+        if entry:
+            lost.append(entry[3:])
+            if "R" in entry[:2] or "C" in entry[:2]:
+                next(entries, None)
     lost += [line.removeprefix("Would remove ") for line in made.splitlines() if line]
     return sorted(set(lost))
 

@@ -242,18 +242,12 @@ class SandboxedMatrix:
         network and trials are sandboxed; CadillacError now for a host that cannot be told."""
         if not self._needs_network() or self.executor.sandbox == "none":
             return None
-        from orchestrator.llm.client import litellm_module
+        from orchestrator.llm.client import litellm_module, provider_of
 
         litellm = litellm_module()
-
-        def provider_of(model: str) -> str | None:
-            try:
-                return litellm.get_llm_provider(model)[1]
-            except Exception:  # a name litellm cannot place
-                return None
-
         endpoints = [(e.model, e.api_base) for e in self.llm.endpoints() if not is_builtin(e.model)]
-        return egress.model_hosts(endpoints, provider_of) | egress.registry_hosts()
+        hosts = egress.model_hosts(endpoints, lambda model: provider_of(litellm, model))
+        return hosts | egress.registry_hosts()
 
     @contextmanager
     def _way_out(self, trial: Path) -> Iterator[tuple[bool, dict[str, str], list[Path]]]:

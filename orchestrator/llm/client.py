@@ -290,12 +290,19 @@ CACHE_MARKER_PROVIDERS = frozenset({"anthropic"})
 """Providers whose prompt cache needs explicit markers (others cache a prefix by themselves)."""
 
 
-def takes_cache_markers(litellm, model: str) -> bool:
+def provider_of(litellm, model: str) -> str | None:
+    """The provider litellm routes ``model`` to (``openai``, ``anthropic`` ...); None for a
+    name it cannot place."""
     try:
-        provider = litellm.get_llm_provider(model)[1]
-    except Exception:  # a name litellm cannot place: send the messages as they are
-        return False
-    return provider in CACHE_MARKER_PROVIDERS
+        return litellm.get_llm_provider(model)[1]
+    except Exception:
+        return None
+
+
+def takes_cache_markers(litellm, model: str) -> bool:
+    """Whether ``model``'s provider needs explicit cache markers (a name litellm cannot
+    place: no, its messages are sent as they are)."""
+    return provider_of(litellm, model) in CACHE_MARKER_PROVIDERS
 
 
 def cache_marked(messages: list[dict], stable_chars: int) -> list[dict]:

@@ -44,6 +44,9 @@ PROXY_ENV = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
 HEAD_CAP = 64 * 1024
 CONNECT_TIMEOUT_S = 20.0
 HEAD_TIMEOUT_S = 30.0
+MAX_CONNECTIONS = 64
+"""Connections a gate carries at once; one more is refused with 503, so a trial that opens
+thousands cannot make cadillac's own process start a thread for each."""
 
 PROVIDER_HOSTS = {
     "openai": "api.openai.com",
@@ -160,6 +163,7 @@ class EgressGate:
         self._lock = threading.Lock()
         self._server: socket.socket | None = None
         self._closing = threading.Event()
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
 
     def __enter__(self) -> EgressGate:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -187,6 +191,11 @@ class EgressGate:
                 client, _ = self._server.accept()
             except OSError:
                 return
+            if not self._slots.acquire(blocking=False):
+                with suppress(OSError):
+                    client.sendall(_answer(503, "egress gate: too many connections at once"))
+                client.close()
+                continue
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _decide(self, host: str, port: int, method: str) -> bool:
@@ -239,6 +248,7 @@ class EgressGate:
                 if sock is not None:
                     with suppress(OSError):
                         sock.close()
+            self._slots.release()
 
 
 class _BadRequest(Exception):
@@ -291,7 +301,7 @@ def _refuse(client: socket.socket, host: str, port: int) -> None:
 
 
 def _answer(status: int, text: str) -> bytes:
-    reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}[status]
+    reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 503: "Busy"}[status]
     body = (text + "\n").encode("utf-8", "replace")
     head = f"HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain\r\n"
     head += f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"

@@ -334,3 +334,31 @@ def test_the_index_is_refreshed_once_at_each_phase_boundary(home, user_repo):
     events = [json.loads(x) for x in builder.run.events_path.read_text().splitlines()]
     answers = sum(1 for e in events if e["kind"] == "tool" and e["data"]["tool"] == "knowledge")
     assert builder.knowledge.refreshes == 1 + len(summary.phases) + answers
+
+
+def test_restore_lists_what_it_discards_and_keeps_cadillacs_files(tmp_path):
+    """Back to the last commit: edits, deletions, renames and new files go, and are listed
+    (names with spaces too); plan.json, environments and caches stay."""
+    from orchestrator.build import source as sources
+
+    folder = project(tmp_path / "plain")
+    (folder / "notes two.txt").write_text("tracked, with a space\n")
+    run = tmp_path / "run"
+    workspace = run / "workspace"
+    workspace.mkdir(parents=True)
+    source = sources.prepare(folder, workspace, run, "20260101-000000-abcdef")
+    (workspace / "plan.json").write_text("{}")
+    (workspace / ".venv").mkdir()
+    (workspace / ".venv" / "kept").write_text("env\n")
+    (workspace / "wordfreq.py").write_text("# half done\n")
+    (workspace / "notes two.txt").unlink()
+    (workspace / "README.md").rename(workspace / "README moved.md")
+    (workspace / "new dir").mkdir()
+    (workspace / "new dir" / "made.py").write_text("x = 1\n")
+    lost = sources.restore(source, workspace)
+    assert lost == ["README moved.md", "README.md", "new dir/", "notes two.txt", "wordfreq.py"]
+    assert (workspace / "wordfreq.py").read_text() == wordfreq.PROGRAM
+    assert (workspace / "notes two.txt").exists() and (workspace / "README.md").exists()
+    assert not (workspace / "README moved.md").exists() and not (workspace / "new dir").exists()
+    assert (workspace / "plan.json").read_text() == "{}"
+    assert (workspace / ".venv" / "kept").read_text() == "env\n"

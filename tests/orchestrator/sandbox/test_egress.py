@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -195,3 +196,30 @@ def test_a_trial_starts_the_relay_only_when_given_a_gate():
     from orchestrator.improve.trial import LAUNCHER
 
     assert f"os.environ.get('{egress.SOCKET_ENV}') and " in LAUNCHER
+
+
+def test_a_flood_of_connections_is_capped_and_the_gate_recovers(tmp_path):
+    """A trial that opens connection after connection and never speaks gets at most
+    MAX_CONNECTIONS threads of cadillac's; the next one is told 503 at once, and once they
+    close the gate serves again."""
+    with FakeOpenAI(lambda body: "still here") as server:
+        port = port_of(server)
+        with egress.EgressGate(tmp_path / "g", {("127.0.0.1", port)}) as gate:
+            idle = []
+            for _ in range(egress.MAX_CONNECTIONS):
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.connect(str(gate.path))
+                idle.append(sock)
+            refused = ask(gate, b"")  # told before it says anything
+            assert refused.startswith(b"HTTP/1.1 503") and b"too many connections" in refused
+            for sock in idle:
+                sock.close()
+            for _ in range(100):  # the gate sees each close and frees its slot
+                try:
+                    answer = ask(gate, completion_request(port, absolute=True))
+                except ConnectionResetError:  # refused while the request was on its way
+                    answer = b"HTTP/1.1 503"
+                if not answer.startswith(b"HTTP/1.1 503"):
+                    break
+                time.sleep(0.05)
+            assert answer.startswith(b"HTTP/1.0 200") and b"still here" in answer
