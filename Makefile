@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-fast test-times bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,10 +16,26 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/demo.sh
 
+# The suite on every core (pytest-xdist; the tests sharing one recorded run stay on one
+# worker), in a short temporary folder of its own (Unix socket paths hold 107 bytes),
+# removed when the run passes; each run's times go to runs/test-times.xml.
+PYTEST = mkdir -p runs && tmp=$$(mktemp -d /tmp/cadillac-test-XXXXXX) && \
+	{ $(BIN)/python -m pytest -q -n auto --dist loadgroup --basetemp=$$tmp/t \
+	--junitxml=runs/test-times.xml $(1) && rm -rf $$tmp; } || { echo "kept $$tmp"; exit 1; }
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(call PYTEST,)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# The inner loop: everything but the end-to-end runs and the toolchain/browser tests.
+test-fast: $(STAMP)
+	$(call PYTEST,-m "not e2e")
+	$(BIN)/ruff check .
+
+# The 20 slowest tests of the last run and the time spent per folder.
+test-times: $(STAMP)
+	$(BIN)/python benchmarks/test_times.py runs/test-times.xml
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/recall_quality.py

@@ -1,7 +1,8 @@
 """Where cadillac keeps its state: one folder, moved by ``--home`` or ``CADILLAC_HOME``.
 
 The home holds ``memory.jsonl`` (lessons), ``phase_budgets.jsonl`` (phase
-history) and ``runs/`` (one folder per run). Without either setting it is the
+history), ``runs/`` (one folder per run) and ``.cache/`` (templates builds copy; moved
+by ``CADILLAC_CACHE_DIR``). Without either setting it is the
 current directory, so a project carries its own memory. Commands that only read
 refuse a home that does not exist (a mistyped path should not look like an
 empty memory); commands that write create it.
@@ -17,6 +18,7 @@ from orchestrator.errors import CadillacError
 
 ENV_VAR = "CADILLAC_HOME"
 GLOBAL_ENV_VAR = "CADILLAC_GLOBAL_DIR"
+CACHE_ENV_VAR = "CADILLAC_CACHE_DIR"
 
 
 def global_root() -> Path:
@@ -54,6 +56,16 @@ class Home:
     @property
     def runs_dir(self) -> Path:
         return self.root / "runs"
+
+    @property
+    def cache_dir(self) -> Path:
+        """Template virtual environments builds copy: ``$CADILLAC_CACHE_DIR`` when it is set
+        (one cache for several homes, each template made once), else the home's ``.cache``.
+        What is in it is made from the interpreter alone, so homes can share it safely."""
+        raw = os.environ.get(CACHE_ENV_VAR)
+        if raw:
+            return Path(raw).expanduser().absolute()
+        return self.root / ".cache"
 
     @property
     def notes_dir(self) -> Path:

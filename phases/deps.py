@@ -8,11 +8,13 @@ or of what it depends on while they do. The environment is made anew before ever
 install because the model can write into it: a ``bin/python`` it replaced (or linked to
 a script of its own) or a ``.pth`` file it planted in ``site-packages`` would otherwise
 run with the network on. A plan's own ``install_command``, if it has one, runs
-afterwards without the network.
+afterwards without the network, unless all it does is install the ``requirements.txt``
+cadillac has just installed (:func:`repeats_an_install`).
 """
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from pathlib import Path
 
@@ -52,11 +54,40 @@ def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
         failed = run_step(ctx, what, step.command, INSTALL_TIMEOUT_S, network=step.network)
         if failed is not None:
             return failed
+    done = f"{declared[0]} installed into .venv"
+    if plan.install_command and repeats_an_install(plan.install_command, declared):
+        return CheckResult(passed=True, summary=f"{done}; the plan's install command repeats it")
     if plan.install_command:
         failed = run_step(ctx, "the plan's install command (offline)", plan.install_command, 600)
         if failed is not None:
             return failed
-    return CheckResult(passed=True, summary=f"{declared[0]} installed into .venv")
+    return CheckResult(passed=True, summary=done)
+
+
+PYTHONS = {"python", "python3", ".venv/bin/python", ".venv/bin/python3"}
+
+
+def repeats_an_install(command: str, declared: list[str]) -> bool:
+    """Whether a plan's install command only installs a requirements file that cadillac
+    has just installed itself (``pip install -r requirements.txt``, the commonest one):
+    run again offline it could do nothing more, and costs a second a build."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    if words[:2] in (["pip", "install"], ["pip3", "install"]):
+        rest = words[2:]
+    elif len(words) > 4 and words[0] in PYTHONS and words[1:4] == ["-m", "pip", "install"]:
+        rest = words[4:]
+    else:
+        return False
+    rest = [w for w in rest if w not in ("-q", "--quiet")]
+    return (
+        len(rest) == 2
+        and rest[0] in ("-r", "--requirement")
+        and rest[1] in ("requirements.txt", "./requirements.txt")
+        and "requirements.txt" in declared
+    )
 
 
 def ensure_venv(ctx: PhaseContext, root: Path, fresh: bool = False) -> CheckResult | None:

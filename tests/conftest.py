@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import tempfile
 from pathlib import Path
 
@@ -11,26 +13,52 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS_LESSONS = FIXTURES / "cadillac_corpus" / "lessons.jsonl"
 CORPUS_BUDGETS = FIXTURES / "cadillac_corpus" / "budget_history.jsonl"
 
+# A suite started with SIGINT ignored (`nohup make test &`) would hand that to every
+# process it starts, and the tests that stop cadillac with Ctrl-C would wait in vain:
+# Python's own handler again, which the processes started here get back as the default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
-@pytest.fixture(autouse=True)
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh CADILLAC_HOME for each test; the tests write nowhere else.
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One CADILLAC_CACHE_DIR for the whole run: its template virtual environment is made
+    once, not once per test (a test that checks the cache itself gives its own). Under
+    pytest-xdist the workers share it (the template is made under a file lock)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the folder every worker's own base folder is in
+    cache = base / "cadillac-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
+
+
+def isolate(mp: pytest.MonkeyPatch, root: Path, cache: Path) -> Path:
+    """Point cadillac's home, global scope, temporary files and current folder into
+    ``root`` (made here), with the run's shared template cache; the home is returned.
 
     Temporary files (worktrees of improve trials, sandbox scratch folders) go under
-    tmp_path too, in this process and in the subprocesses it starts.
+    ``root`` too, in this process and in the subprocesses it starts.
     """
-    home = tmp_path / "home"
-    home.mkdir()
-    scratch = tmp_path / "tmp"
+    home = root / "home"
+    home.mkdir(parents=True)
+    scratch = root / "tmp"
     scratch.mkdir()
-    monkeypatch.setenv("CADILLAC_HOME", str(home))
-    # the global scope of notes and skills (~/.config/cadillac) is under tmp_path too
-    monkeypatch.setenv("CADILLAC_GLOBAL_DIR", str(tmp_path / "global"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    monkeypatch.setenv("TMPDIR", str(scratch))
-    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    monkeypatch.chdir(tmp_path)
+    mp.setenv("CADILLAC_HOME", str(home))
+    # the global scope of notes and skills (~/.config/cadillac) is under root too
+    mp.setenv("CADILLAC_GLOBAL_DIR", str(root / "global"))
+    mp.setenv("XDG_CONFIG_HOME", str(root / "xdg"))
+    mp.setenv("TMPDIR", str(scratch))
+    mp.setenv("CADILLAC_CACHE_DIR", str(cache))
+    mp.setattr(tempfile, "tempdir", str(scratch))
+    mp.chdir(root)
     return home
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_cache: Path) -> Path:
+    """A fresh CADILLAC_HOME for each test; the tests write nowhere else."""
+    return isolate(monkeypatch, tmp_path, shared_cache)
 
 
 @pytest.fixture

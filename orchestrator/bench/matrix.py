@@ -92,7 +92,7 @@ def run_one(
                 builder.run.workspace,
                 builder.run.dir / "scoring",
                 config.executor,
-                home.root / ".cache",
+                home.cache_dir,
             )
         except Exception as exc:  # whatever the workspace holds, it fails this task alone
             out.verdict, out.failure = "broken", f"the build could not be scored: {exc}"[:500]

@@ -64,6 +64,7 @@ from orchestrator.llm.client import LLMClient, LLMConfig, ModelError, ToolCall, 
 from orchestrator.sandbox.executor import ExecConfig, check_sandbox, run_command
 from orchestrator.sandbox.files import UnsafeFile, read_regular, what_is
 from orchestrator.sandbox.installs import DEPENDENCY_FILES, project_env
+from orchestrator.sandbox.venvs import support_site
 from orchestrator.sandbox.workspace import Workspace
 from orchestrator.tools.box import FinishRequest, ToolBox
 from orchestrator.tools.schema import TOOLS
@@ -515,11 +516,13 @@ class Builder:
         self.hooks.report(self.hooks.call(name, **payload), self.emit)
 
     def _context(self) -> PhaseContext:
+        if what_is(self.workspace.root / ".venv") == "a folder":  # made by an earlier process
+            support_site(self.home.cache_dir)  # its pip, seen by the sandbox from now on
         return PhaseContext(
             self.task,
             self.workspace,
             self._run_command,
-            cache_dir=self.home.root / ".cache",
+            cache_dir=self.home.cache_dir,
             baseline=self.baseline,
         )
 

@@ -33,7 +33,6 @@ import re
 import shlex
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -256,7 +255,7 @@ class SandboxedMatrix:
         if self.egress is None:
             yield self._needs_network(), {}, []
             return
-        folder = Path(tempfile.mkdtemp(prefix="cadillac-egress-"))  # a short socket path
+        folder = egress.socket_folder()
         try:
             with egress.EgressGate(folder, self.egress, log=trial / "egress.jsonl") as gate:
                 yield False, {egress.SOCKET_ENV: str(gate.path)}, [folder]
@@ -317,10 +316,13 @@ class SandboxedMatrix:
         home.mkdir(parents=True)
         for name, data in self.snapshot.items():
             (home / name).write_bytes(data)
-        cache = self.home.root / ".cache"
+        cache = self.home.cache_dir  # the trial sees no host folder: its own copy
         if cache.is_dir():
             shutil.copytree(
-                cache, home / ".cache", symlinks=True, ignore=shutil.ignore_patterns("*.lock")
+                cache,
+                home / ".cache",
+                symlinks=True,
+                ignore=shutil.ignore_patterns("*.lock", "*.new"),
             )
 
     def _command(self, public: Path, home: Path, round: RoundSpec) -> str:
@@ -429,7 +431,7 @@ class SandboxedMatrix:
                 workspace,
                 trial / "scoring" / run.run_id,
                 self.executor,
-                self.home.root / ".cache",
+                self.home.cache_dir,
             )
         except Exception as exc:  # a workspace that is a link, is missing, or worse
             run.verdict, run.failure = "broken", f"the workspace cannot be scored: {exc}"[:500]

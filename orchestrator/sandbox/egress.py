@@ -29,6 +29,7 @@ import configparser
 import json
 import os
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterable
@@ -150,13 +151,40 @@ def registry_hosts(environ=None, home: Path | None = None) -> set[Host]:
 
 
 # ---------------------------------------------------------------------------- the gate
+SOCKET_NAME = "gate.sock"
+MAX_SOCKET_PATH = 107
+"""The longest path a Unix socket may have on Linux (``sun_path`` holds 108 bytes)."""
+
+
+def socket_folder() -> Path:
+    """A new private folder for a gate's socket, whose path fits a Unix socket.
+
+    In the temporary folder when its path is short enough, else in ``/tmp``: a TMPDIR of
+    more than some 75 characters (a CI runner's, a test's) makes a path ``bind`` refuses.
+    """
+    for parent in dict.fromkeys([tempfile.gettempdir(), "/tmp"]):
+        if (
+            len(os.fsencode(Path(parent, "cadillac-egress-xxxxxxxx", SOCKET_NAME)))
+            > MAX_SOCKET_PATH
+        ):
+            continue
+        try:
+            return Path(tempfile.mkdtemp(prefix="cadillac-egress-", dir=parent))
+        except OSError:
+            continue
+    raise CadillacError(
+        f"no folder for the egress gate's socket: TMPDIR ({tempfile.gettempdir()}) is too "
+        f"long for a Unix socket and /tmp cannot be written; set a shorter TMPDIR"
+    )
+
+
 class EgressGate:
     """An HTTP proxy on a Unix socket that connects only to ``allowed`` (see the module
     docstring); a context manager. ``decisions`` and the ``log`` file say what was asked."""
 
     def __init__(self, folder: Path, allowed: Iterable[Host], log: Path | None = None):
         self.folder = Path(folder)
-        self.path = self.folder / "gate.sock"
+        self.path = self.folder / SOCKET_NAME
         self.allowed = {(h.lower(), int(p)) for h, p in allowed}
         self.log = log
         self.decisions: list[dict] = []

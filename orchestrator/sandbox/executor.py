@@ -50,7 +50,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from orchestrator.errors import CadillacError
-from orchestrator.sandbox import policy
+from orchestrator.sandbox import policy, venvs
 
 DRAIN_S = 1.0  # after the command ends, how long to wait for a pipe an escaped process holds
 GIB = 1024**3
@@ -250,7 +250,7 @@ class Bubblewrap:
             cwd,
             proc=mode or "mount",
             toolchains=toolchains,
-            visible=visible,
+            visible=[*visible, *venvs.support_dirs()],  # pip for the project's .venv
             writable=writable,
             package_config=package_config,
         )

@@ -11,6 +11,9 @@ A command the model wrote starts with nothing and is given, by name:
   interpreter cadillac runs on, and ``node``, ``cargo``, ``go``, ``git`` where they are
   installed. A pyenv or rustup install under a home is bound by its own directory, never
   the home around it (for rustup, ``~/.cargo/bin`` and ``~/.rustup``);
+* the pip and setuptools a project's ``.venv`` uses, read-only: the ``site-packages`` of
+  the support environment in cadillac's cache (:mod:`orchestrator.sandbox.venvs`), which
+  holds nothing else;
 * the workspace, read-write; a private ``/tmp`` (a tmpfs, gone with the command) holding
   an empty ``HOME``; a minimal ``/dev`` and a ``/proc`` of its own PID namespace;
 * for cadillac's own dependency installs only (``package_config``): the package managers'

@@ -31,7 +31,11 @@ def git(repo: Path, *args: str) -> str:
 @pytest.fixture
 def repo(tmp_path) -> Path:
     """A git repository holding a copy of cadillac's code and a one-test suite."""
-    repo = tmp_path / "repo"
+    return make_repo(tmp_path / "repo")
+
+
+def make_repo(repo: Path) -> Path:
+    """Make ``repo``: a git repository of cadillac's code and a one-test suite."""
     for part in ("orchestrator", "phases", "memory"):
         shutil.copytree(ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
     (repo / "examples" / "wordfreq").mkdir(parents=True)

@@ -25,6 +25,8 @@ from orchestrator.bench.scoring import score_build
 from orchestrator.bench.tasks import MatrixTask, load_matrix
 from orchestrator.sandbox.executor import ExecConfig
 
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
+
 ENHANCE = SOURCE_ROOT / "matrices" / "enhance"
 REFS = Path(__file__).resolve().parents[2] / "fixtures" / "enhance_refs"
 TASKS = {task.id: task for task in load_matrix(ENHANCE)}

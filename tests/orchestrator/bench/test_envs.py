@@ -6,11 +6,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from orchestrator.bench.matrix import run_matrix
 from orchestrator.build.agent import BuildConfig
 from orchestrator.home import Home
 from orchestrator.llm.client import LLMConfig
 from orchestrator.sandbox.installs import remove_envs
+
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
 SMALL = Path(__file__).resolve().parents[2] / "fixtures" / "matrix_small"
 

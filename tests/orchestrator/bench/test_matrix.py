@@ -10,20 +10,17 @@ import pytest
 from memory import MemoryStore, PhaseBudgets
 from orchestrator.bench.matrix import run_matrix
 from orchestrator.bench.tasks import DEFAULT_MATRIX, load_matrix
-from orchestrator.build.agent import BuildConfig
 from orchestrator.cli import main
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.improve.weaknesses import find_weaknesses
-from orchestrator.llm.client import LLMConfig
 from phases import DEFAULT_ROUNDS
+from tests.support import build_config
+
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
 SMALL = Path(__file__).resolve().parents[2] / "fixtures" / "matrix_small"
 BUILDER = "scripted:tests.fakes.improve_policies:sentence_builder"
-
-
-def config(model: str = BUILDER) -> BuildConfig:
-    return BuildConfig(llm=LLMConfig(model=model))
 
 
 def test_the_default_matrix_spans_what_users_build():
@@ -53,7 +50,9 @@ def test_a_broken_matrix_is_one_clear_error(tmp_path):
 
 def test_builds_are_scored_by_the_share_of_hidden_checks_and_memory_has_one_writer(home):
     seen = []
-    results = run_matrix(Home(home), config(), SMALL, repeats=2, jobs=2, on_result=seen.append)
+    results = run_matrix(
+        Home(home), build_config(BUILDER), SMALL, repeats=2, jobs=2, on_result=seen.append
+    )
     assert len(results.runs) == len(seen) == 6
     by_task = results.scores_by_task()
     assert by_task == {"wf-a": [0.75, 0.75], "wf-b": [0.5, 0.5], "wf-h": [1.0, 1.0]}
@@ -89,18 +88,24 @@ def test_builds_are_scored_by_the_share_of_hidden_checks_and_memory_has_one_writ
 
 
 def test_without_learning_the_home_is_left_as_it_was(home):
-    results = run_matrix(Home(home), config(), SMALL, repeats=1, split="holdout", learn=False)
+    results = run_matrix(
+        Home(home), build_config(BUILDER), SMALL, repeats=1, split="holdout", learn=False
+    )
     assert [r.task_id for r in results.runs] == ["wf-h"]
     assert not (Path(home) / "phase_budgets.jsonl").exists()
     assert not (Path(home) / "memory.jsonl").exists()
 
 
 def test_holdout_builds_never_learn_even_when_the_run_does(home):
-    results = run_matrix(Home(home), config(), SMALL, repeats=1, split="all", learn=True)
+    results = run_matrix(
+        Home(home), build_config(BUILDER), SMALL, repeats=1, split="all", learn=True
+    )
     assert sorted(r.task_id for r in results.runs) == ["wf-a", "wf-b", "wf-h"]
     rows = [json.loads(x) for x in (Path(home) / "phase_budgets.jsonl").read_text().splitlines()]
     assert len(rows) == 12  # six phases of each of the two train builds; none of wf-h's
-    held = run_matrix(Home(home), config(), SMALL, repeats=1, split="holdout", learn=True)
+    held = run_matrix(
+        Home(home), build_config(BUILDER), SMALL, repeats=1, split="holdout", learn=True
+    )
     assert held.runs[0].score == 1.0 and held.learning_applied == {}
     after = (Path(home) / "phase_budgets.jsonl").read_text().splitlines()
     assert len(after) == 12
@@ -108,7 +113,7 @@ def test_holdout_builds_never_learn_even_when_the_run_does(home):
 
 def test_a_build_that_fails_before_validate_scores_zero_and_only_train_makes_weaknesses(home):
     model = "scripted:tests.fakes.improve_policies:never_plans"
-    results = run_matrix(Home(home), config(model), SMALL, split="all", learn=False)
+    results = run_matrix(Home(home), build_config(model), SMALL, split="all", learn=False)
     assert sorted(r.task_id for r in results.runs) == ["wf-a", "wf-b", "wf-h"]
     for run in results.runs:
         assert run.score == 0.0 and not run.reached_validate
@@ -120,7 +125,7 @@ def test_a_build_that_fails_before_validate_scores_zero_and_only_train_makes_wea
         "wf-a",
         "wf-b",
     ]  # the holdout task failed the same way, and is not named
-    held = run_matrix(Home(home), config(model), SMALL, split="holdout", learn=False)
+    held = run_matrix(Home(home), build_config(model), SMALL, split="holdout", learn=False)
     assert held.runs[0].score == 0.0 and find_weaknesses(held, Path(home) / "runs") == []
 
 

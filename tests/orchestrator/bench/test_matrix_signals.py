@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.orchestrator.cli.test_stopping import (
     ROOT,
     SLEEPER,
@@ -26,6 +28,8 @@ from tests.orchestrator.cli.test_stopping import (
     summaries,
     wait_for,
 )
+
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
 STOP_WITHIN_S = 15.0
 """What "within seconds" means here: the signal's sending to the command's exit."""

@@ -16,8 +16,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from orchestrator.cli import main
 from tests.fakes.improve_policies import wordfreq
+
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
 SMALL = Path(__file__).resolve().parents[2] / "fixtures" / "matrix_small"
 FORGER = "scripted:tests.orchestrator.bench.test_matrix_table:forger"

@@ -18,6 +18,8 @@ from orchestrator.bench.scoring import Canaries, score_build
 from orchestrator.bench.tasks import load_matrix
 from orchestrator.sandbox.executor import ExecConfig
 
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
+
 PLAN = {
     "summary": "a calculator",
     "stack": ["python"],

@@ -9,14 +9,17 @@ from pathlib import Path
 import pytest
 
 from memory import Lesson, MemoryStore, PhaseBudgets
-from orchestrator.build.agent import BuildConfig, Builder
+from orchestrator.build.agent import Builder
 from orchestrator.build.runs import Run
 from orchestrator.cli import main
 from orchestrator.home import Home
 from orchestrator.llm.backends import register_script
-from orchestrator.llm.client import LLMConfig
 from phases import DEFAULT_ROUNDS, PHASES
 from tests.fakes.openai_server import FakeOpenAI
+from tests.support import build_config as config
+from tests.support import events
+
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
 ROOT = Path(__file__).resolve().parents[3]
 _spec = importlib.util.spec_from_file_location(
@@ -24,16 +27,6 @@ _spec = importlib.util.spec_from_file_location(
 )
 wordfreq = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(wordfreq)
-
-
-def config(model: str, **llm) -> BuildConfig:
-    llm.setdefault("wait_initial_s", 0.01)
-    llm.setdefault("wait_max_s", 0.02)
-    return BuildConfig(llm=LLMConfig(model=model, **llm))
-
-
-def events(run) -> list[dict]:
-    return [json.loads(x) for x in run.events_path.read_text().splitlines()]
 
 
 @pytest.fixture

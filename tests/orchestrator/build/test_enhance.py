@@ -20,6 +20,8 @@ from tests.fakes import enhance_policies as policies
 from tests.fakes.improve_policies import wordfreq
 from tests.orchestrator.conftest import git
 
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
+
 MODEL = "scripted:tests.fakes.enhance_policies:{}"
 
 

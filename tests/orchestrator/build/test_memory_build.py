@@ -19,19 +19,15 @@ from orchestrator.llm.backends import register_script
 from orchestrator.llm.client import LLMConfig, cache_marked, litellm_module, takes_cache_markers
 from orchestrator.tools.schema import Memory
 from tests.orchestrator.build.test_build import wordfreq
+from tests.support import build_config as config
+from tests.support import events
+
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
 
 def mem(**arguments) -> dict:
     """A memory tool call (``name`` is one of its arguments)."""
     return {"name": "memory", "arguments": arguments}
-
-
-def config(model: str) -> BuildConfig:
-    return BuildConfig(llm=LLMConfig(model=model, wait_initial_s=0.01, wait_max_s=0.02))
-
-
-def events(run) -> list[dict]:
-    return [json.loads(x) for x in run.events_path.read_text().splitlines()]
 
 
 @pytest.fixture

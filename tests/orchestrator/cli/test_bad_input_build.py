@@ -20,17 +20,14 @@ from filelock import FileLock
 
 from orchestrator.cli import main
 from tests.fakes.openai_server import FakeOpenAI
+from tests.support import one_error_line
+
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
 ROOT = Path(__file__).resolve().parents[3]
 WORDS = "scripted:tests.fakes.policies:last_user_words"
 """A model that never calls a tool: its build fails at plan, quickly, without commands."""
 SMALL = ROOT / "tests" / "fixtures" / "matrix_small"
-
-
-def one_error_line(err: str) -> str:
-    assert err.count("\n") == 1 and err.startswith("cadillac: error: "), err
-    assert "Traceback" not in err
-    return err
 
 
 def failed_build(capsys, task: str = "a tiny word counter", *extra: str) -> str:

@@ -19,15 +19,9 @@ import pytest
 from filelock import FileLock
 
 import memory.jsonl
-from orchestrator.cli import main
+from tests.support import one_error_line, run
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def add(capsys, trigger: str, fix: str = "the fix", *extra: str) -> tuple[int, str, str]:
@@ -40,10 +34,6 @@ def snapshot(folder: Path) -> dict[str, bytes]:
         str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b""
         for p in sorted(folder.rglob("*"))
     }
-
-
-def one_error_line(err: str) -> bool:
-    return err.startswith("cadillac: error: ") and err.count("\n") == 1
 
 
 # ---------------------------------------------------------------- 1: blank trigger or fix

@@ -13,27 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cli import build_parser, main
+from orchestrator.cli import build_parser
 from orchestrator.improve.records import ImproveSummary, IterationRecord
 from orchestrator.nightly.records import NightlyRecord, parse_duration
 from tests.orchestrator.nightly.test_nightly import nightly_args
+from tests.support import one_error_line, run
 
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = ROOT / "tests" / "fixtures" / "matrix_small"
 BUILDER = "scripted:tests.fakes.improve_policies:sentence_builder"
 QUICK = "scripted:tests.fakes.improve_policies:never_plans"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_error_line(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("cadillac: error: "), err
-    return lines[0]
 
 
 def nothing_made(home: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.llm.backends import register_script
-from tests.orchestrator.cli.test_bad_input_memory import one_error_line, run
+from tests.support import one_error_line, run
 
 
 @pytest.mark.parametrize(

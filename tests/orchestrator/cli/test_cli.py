@@ -10,13 +10,7 @@ import pytest
 
 import orchestrator.cli.memory as cli
 from memory import LESSON_TYPES, SCORERS
-from orchestrator.cli import main
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.support import run
 
 
 def add(capsys, trigger: str, *extra: str) -> dict:

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -61,8 +60,13 @@ def test_a_ctrl_c_while_the_program_ends_is_ignored(home):
     script = (
         "import threading, time\n"
         "import orchestrator.cli as cli\n"
+        "def linger():\n"
+        "    while threading.main_thread().is_alive():\n"
+        "        time.sleep(0.01)\n"
+        "    print('waiting', flush=True)\n"  # main has returned: the interpreter waits
+        "    time.sleep(3)\n"
         "def main(argv=None):\n"
-        "    threading.Thread(target=time.sleep, args=(3,)).start()\n"
+        "    threading.Thread(target=linger).start()\n"
         "    print('done', flush=True)\n"
         "    return 0\n"
         "cli.main = main\n"
@@ -76,7 +80,7 @@ def test_a_ctrl_c_while_the_program_ends_is_ignored(home):
         text=True,
     )
     assert proc.stdout.readline() == "done\n"
-    time.sleep(0.5)  # main has returned; the interpreter waits for the thread
+    assert proc.stdout.readline() == "waiting\n"  # main has returned; the thread lingers
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0 and "Exception ignored" not in err and "Traceback" not in err

@@ -6,7 +6,7 @@ import json
 
 from memory import Lesson, MemoryStore
 from tests.conftest import CORPUS_LESSONS
-from tests.orchestrator.cli.test_bad_input_memory import one_error_line, run
+from tests.support import one_error_line, run
 
 
 def _ids(path) -> list[str]:

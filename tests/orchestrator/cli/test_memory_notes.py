@@ -10,7 +10,8 @@ import pytest
 
 from memory import MemoryStore
 from orchestrator.cli import notes as cli_notes
-from tests.orchestrator.cli.test_bad_input_memory import add, one_error_line, run, snapshot
+from tests.orchestrator.cli.test_bad_input_memory import add, snapshot
+from tests.support import one_error_line, run
 
 
 def _lesson_id(capsys) -> str:

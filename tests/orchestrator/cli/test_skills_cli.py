@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory.skills import Skill, SkillBook
-from tests.orchestrator.cli.test_bad_input_memory import one_error_line, run
+from tests.support import one_error_line, run
 
 BODY = "## When to use\nA Flask app.\n\n## Steps\n1. Write app.py.\n\n## Example\nx"
 

@@ -21,6 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.home import Home
+
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = ROOT / "tests" / "fixtures" / "matrix_small"
 LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"  # enough train tasks for a cycle
@@ -129,7 +133,8 @@ def test_a_killed_build_takes_its_commands_with_it(home, sandbox, capsys):
     assert row["status"] == "interrupted"  # ...but the list sees its process is gone
 
 
-def test_sigterm_stops_a_matrix_run_and_its_queued_builds(home, tmp_path):
+def test_sigterm_stops_a_matrix_run_and_its_queued_builds(home, tmp_path, monkeypatch):
+    monkeypatch.setenv("CADILLAC_CACHE_DIR", str(tmp_path / "cache"))  # its own, to check
     mark = marker()
     matrix = marked_matrix(tmp_path, mark)
     args = ["matrix", "run", "--matrix", str(matrix), "--model", SLEEPER, "--no-learn"]
@@ -142,8 +147,10 @@ def test_sigterm_stops_a_matrix_run_and_its_queued_builds(home, tmp_path):
     builds = summaries(home)
     assert 1 <= len(builds) <= 2  # two were running; the four queued never started
     assert all(b["status"] == "interrupted" for b in builds)
-    cache = home / ".cache"
-    assert not [p for p in cache.rglob("*") if ".tmp" in p.name or p.name.endswith(".partial")]
+    cache = Home(home).cache_dir  # nothing half-made left in it (".new": a template)
+    assert cache == tmp_path / "cache" and not [
+        p for p in cache.glob("*") if p.suffix in (".new", ".tmp", ".partial")
+    ]
 
 
 def test_sigterm_stops_an_improve_cycle_and_removes_its_worktrees(home, repo, tmp_path):
@@ -170,7 +177,6 @@ def test_a_killed_nightly_takes_its_trials_and_their_builds_with_it(home, repo, 
     stop_and_check(proc, mark, signal.SIGKILL)
     (night,) = (home / "runs").glob("nightly-*")
     assert json.loads((night / "nightly.json").read_text())["status"] == "running"
-    from orchestrator.home import Home
     from orchestrator.nightly.records import stale_running_becomes_interrupted
 
     stale_running_becomes_interrupted(Home(home))  # what the next report or night does first

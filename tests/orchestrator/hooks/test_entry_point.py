@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "csv_plugin"
 SMALL = ROOT / "tests" / "fixtures" / "matrix_small"

@@ -14,7 +14,7 @@ from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import HOOKS, HookError, Hooks, hookimpl, specs
 from orchestrator.llm.backends import register_script
-from tests.orchestrator.cli.test_bad_input_memory import one_error_line
+from tests.support import one_error_line
 
 SMALL = Path(__file__).resolve().parents[2] / "fixtures" / "matrix_small"
 

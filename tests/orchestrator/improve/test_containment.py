@@ -34,6 +34,8 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.orchestrator.conftest import git
 from tests.orchestrator.improve.test_improve import ADD_SENTENCE, SMALL, Lift, answer, cycle
 
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
+
 CANARY = "cadillac-canary-51c"
 JUDGE = [
     "orchestrator/bench/scoring.py",

@@ -18,6 +18,8 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
+
 from orchestrator.bench.results import MatrixResults, TaskRun, TaskStats
 from orchestrator.home import Home
 from orchestrator.improve.cycle import ImproveCycle
@@ -35,6 +37,8 @@ from tests.orchestrator.bench.test_matrix_signals import (
 )
 from tests.orchestrator.cli.test_stopping import IMPROVER, LIFT, SLEEPER, marked_matrix, marker
 from tests.orchestrator.conftest import git
+
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = ROOT / "tests" / "fixtures" / "matrix_small"

@@ -23,6 +23,8 @@ from orchestrator.llm.client import LLMClient, LLMConfig
 from tests.fakes.improve_policies import SENTENCE
 from tests.orchestrator.conftest import git
 
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
+
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = ROOT / "tests" / "fixtures" / "matrix_small"
 LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"  # five train tasks: enough for alpha 0.05

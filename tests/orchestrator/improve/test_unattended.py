@@ -9,6 +9,8 @@ import socket
 import sys
 from pathlib import Path
 
+import pytest
+
 from memory import Lesson, MemoryStore
 from orchestrator.bench.decision import DecisionConfig
 from orchestrator.home import Home
@@ -18,6 +20,8 @@ from orchestrator.improve.trial import RoundSpec, SandboxedMatrix
 from orchestrator.llm.backends import register_script
 from orchestrator.llm.client import LLMClient, LLMConfig, logged_requests
 from tests.fakes.improve_policies import SENTENCE
+
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = ROOT / "tests" / "fixtures" / "matrix_small"

@@ -8,13 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.cli import main
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.support import run
 
 
 def test_index_prints_what_it_indexed_and_keeps_the_index_in_the_home(home, tree, capsys):

@@ -9,16 +9,26 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from orchestrator.cli import main
 from orchestrator.home import Home
 from orchestrator.nightly.records import NightlyLock, parse_duration
+from tests.conftest import isolate
+from tests.orchestrator.conftest import make_repo
 
 ROOT = Path(__file__).resolve().parents[3]
 LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"
 BUILDER = "scripted:tests.fakes.improve_policies:sentence_builder"
 IMPROVER = "scripted:tests.fakes.improve_policies:digit_improver"
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.xdist_group("nightly-e2e"),
+]  # one worker: one pair of nights
 
 
 def nightly_args(repo: Path, *extra: str) -> list[str]:
@@ -60,10 +70,67 @@ def test_parse_duration():
     assert parse_duration("30") == 1800
 
 
-def test_two_nights_write_reports_with_one_history_point_per_night(home, repo, capsys):
-    assert main(nightly_args(repo)) == 0
-    assert main(nightly_args(repo)) == 0
-    nights = sorted((Path(home) / "runs").glob("nightly-*"))
+def test_a_second_nightly_exits_0_while_one_holds_the_lock(home, repo, capsys):
+    lock = NightlyLock(Home(home))
+    assert lock.acquire(Path(home) / "runs" / "nightly-x")
+    try:
+        assert main(nightly_args(repo)) == 0
+        err = capsys.readouterr().err
+        assert "already running" in err and str(os.getpid()) in err
+        assert not list((Path(home) / "runs").glob("nightly-*/nightly.json"))
+    finally:
+        lock.release()
+
+
+def test_a_nightly_that_cannot_run_says_why_in_one_line_and_makes_nothing(home, tmp_path, capsys):
+    (tmp_path / "plain").mkdir()
+    assert main(nightly_args(tmp_path / "plain")) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a git checkout" in err
+    assert not (Path(home) / "runs").exists()  # checked before any folder, report or lock
+
+
+@dataclass
+class Nights:
+    """Two nights run one after the other in one home, the first with a stale lock left
+    by a killed run: the records the end-to-end tests below read (none of them writes
+    into it; a test that changes files works on a copy)."""
+
+    home: Path
+    nights: list[Path]
+    stale_lock_before: bool
+
+
+def plant_stale_lock(home: Path) -> None:
+    """A process that takes the nightly lock and is killed holding it."""
+    code = (
+        f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from pathlib import Path\nfrom orchestrator.home import Home\n"
+        "from orchestrator.nightly.records import NightlyLock\n"
+        f"NightlyLock(Home(Path({str(home)!r}))).acquire(Path('x'))\n"
+        "print('held', flush=True)\ntime.sleep(60)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    holder.kill()
+    holder.wait()
+
+
+@pytest.fixture(scope="module")
+def two_nights(tmp_path_factory, shared_cache) -> Iterator[Nights]:
+    root = tmp_path_factory.mktemp("nights")
+    with pytest.MonkeyPatch.context() as mp:
+        home = isolate(mp, root, shared_cache)
+        repo = make_repo(root / "repo")
+        plant_stale_lock(home)
+        stale = (home / "nightly.lock.json").exists()  # left behind by the killed run
+        assert main(nightly_args(repo)) == 0
+        assert main(nightly_args(repo)) == 0
+        yield Nights(home, sorted((home / "runs").glob("nightly-*")), stale)
+
+
+def test_two_nights_write_reports_with_one_history_point_per_night(two_nights):
+    home, nights = two_nights.home, two_nights.nights
     assert len(nights) == 2
     second = nights[-1]
     record = json.loads((second / "nightly.json").read_text())
@@ -82,65 +149,37 @@ def test_two_nights_write_reports_with_one_history_point_per_night(home, repo, c
     assert len(grid) == 6 * 2  # six tasks, two repeats of the survey
     md = (second / "report.md").read_text()
     assert "| iter | weakness | decision |" in md and "accepted" in md and "```diff" in md
-    index = (Path(home) / "runs" / "index.html").read_text()
+    index = (home / "runs" / "index.html").read_text()
     newest, oldest = f"href='{second.name}/", f"href='{nights[0].name}/"
     assert index.index(newest) < index.index(oldest)  # newest first
 
 
-def test_a_second_nightly_exits_0_while_one_holds_the_lock(home, repo, capsys):
-    lock = NightlyLock(Home(home))
-    assert lock.acquire(Path(home) / "runs" / "nightly-x")
-    try:
-        assert main(nightly_args(repo)) == 0
-        err = capsys.readouterr().err
-        assert "already running" in err and str(os.getpid()) in err
-        assert not list((Path(home) / "runs").glob("nightly-*/nightly.json"))
-    finally:
-        lock.release()
+def test_a_stale_lock_from_a_killed_run_does_not_block(two_nights):
+    assert two_nights.stale_lock_before  # the first night started with the killed run's lock
+    first = two_nights.nights[0]
+    assert json.loads((first / "nightly.json").read_text())["status"] == "finished"
 
 
-def test_a_stale_lock_from_a_killed_run_does_not_block(home, repo, tmp_path):
-    code = (
-        f"import sys, time; sys.path.insert(0, {str(ROOT)!r})\n"
-        "from pathlib import Path\nfrom orchestrator.home import Home\n"
-        "from orchestrator.nightly.records import NightlyLock\n"
-        f"NightlyLock(Home(Path({str(home)!r}))).acquire(Path('x'))\n"
-        "print('held', flush=True)\ntime.sleep(60)\n"
-    )
-    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "held"
-    holder.kill()
-    holder.wait()
-    assert (Path(home) / "nightly.lock.json").exists()  # left behind by the killed run
-    assert main(nightly_args(repo)) == 0
-    (night,) = (Path(home) / "runs").glob("nightly-*")
-    assert json.loads((night / "nightly.json").read_text())["status"] == "finished"
-
-
-def test_a_nightly_that_cannot_run_says_why_in_one_line_and_makes_nothing(home, tmp_path, capsys):
-    (tmp_path / "plain").mkdir()
-    assert main(nightly_args(tmp_path / "plain")) == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "is not a git checkout" in err
-    assert not (Path(home) / "runs").exists()  # checked before any folder, report or lock
-
-
-def test_report_rebuilds_from_the_records(home, repo, capsys):
-    assert main(nightly_args(repo)) == 0
-    (night,) = (Path(home) / "runs").glob("nightly-*")
-    (night / "report.html").unlink()
-    (Path(home) / "runs" / "index.html").unlink()
+def test_report_rebuilds_from_the_records(two_nights, tmp_path, capsys):
+    home = tmp_path / "nights-home"  # a copy: the other tests read the nights as they ran
+    shutil.copytree(two_nights.home, home, symlinks=True)
+    nights = [home / "runs" / night.name for night in two_nights.nights]
+    for night in nights:
+        (night / "report.html").unlink()
+    (home / "runs" / "index.html").unlink()
     capsys.readouterr()
-    assert main(["report"]) == 0
-    assert "1 nightly report(s)" in capsys.readouterr().out
-    assert (night / "report.html").is_file() and (Path(home) / "runs" / "index.html").is_file()
+    assert main(["report", "--home", str(home)]) == 0
+    assert "2 nightly report(s)" in capsys.readouterr().out
+    for night in nights:
+        assert (night / "report.html").is_file()
+    assert (home / "runs" / "index.html").is_file()
+    rebuilt = (nights[-1] / "report.html").read_text()
+    assert [y for _, y in marks(rebuilt, "train")] == ["0.65", "0.65"]
 
 
-def test_the_report_renders_in_headless_chromium_without_console_errors(home, repo, tmp_path):
+def test_the_report_renders_in_headless_chromium_without_console_errors(two_nights, tmp_path):
     assert shutil.which("chromium"), "chromium is not installed (.ci/run installs it)"
-    assert main(nightly_args(repo)) == 0
-    (night,) = (Path(home) / "runs").glob("nightly-*")
-    page = night / "report.html"
+    page = two_nights.nights[0] / "report.html"  # the first night: one point of history
     flags = [
         "--headless",
         "--no-sandbox",
@@ -157,7 +196,7 @@ def test_the_report_renders_in_headless_chromium_without_console_errors(home, re
     # holds at most 107 bytes): give it a short scratch folder of its own.
     scratch = tempfile.mkdtemp(prefix="cr-", dir="/tmp")
     env = {**os.environ, "TMPDIR": scratch}
-    shot = night / "report.png"
+    shot = tmp_path / "report.png"
     try:
         done = subprocess.run(
             ["chromium", *flags, "--dump-dom", page.as_uri()],

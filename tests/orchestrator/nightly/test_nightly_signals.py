@@ -24,6 +24,8 @@ from tests.orchestrator.cli.test_stopping import IMPROVER, LIFT, SLEEPER, marked
 from tests.orchestrator.conftest import git
 from tests.orchestrator.nightly.test_nightly import nightly_args
 
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
+
 TALKER = "scripted:tests.fakes.policies:last_user_words"
 
 

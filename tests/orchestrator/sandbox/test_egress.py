@@ -223,3 +223,29 @@ def test_a_flood_of_connections_is_capped_and_the_gate_recovers(tmp_path):
                     break
                 time.sleep(0.05)
             assert answer.startswith(b"HTTP/1.0 200") and b"still here" in answer
+
+
+def test_the_gates_socket_fits_under_a_long_temporary_folder(tmp_path, monkeypatch):
+    """A TMPDIR of 150 characters (CI runners, pytest-xdist) makes a socket path bind()
+    refuses: the gate's folder goes to /tmp instead, and the gate serves as before."""
+    long = tmp_path / ("t" * 60) / ("m" * 60)
+    long.mkdir(parents=True)
+    monkeypatch.setattr("tempfile.tempdir", str(long))
+    assert len(str(long / "cadillac-egress-12345678" / "gate.sock")) > egress.MAX_SOCKET_PATH
+    folder = egress.socket_folder()
+    try:
+        assert len(str(folder / egress.SOCKET_NAME)) <= egress.MAX_SOCKET_PATH
+        assert folder.parent == Path("/tmp") and folder.stat().st_mode & 0o077 == 0
+        with FakeOpenAI(lambda body: "short") as server:
+            port = port_of(server)
+            with egress.EgressGate(folder, {("127.0.0.1", port)}) as gate:
+                assert b"short" in ask(gate, completion_request(port, absolute=True))
+    finally:
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+    short = tmp_path / "s"
+    short.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(short))
+    nearby = egress.socket_folder()
+    assert nearby.parent == short  # a short TMPDIR is used as it is

@@ -40,13 +40,6 @@ def test_bubblewrap_is_here():
     assert probe("bwrap")[0] in ("mount", "bind"), probe("bwrap")[1]
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
 def _gone(pid: int) -> bool:
     """The process no longer runs (it does not exist, or is a zombie nobody reaped yet)."""
     try:

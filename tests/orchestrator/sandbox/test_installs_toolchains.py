@@ -31,13 +31,15 @@ from orchestrator.sandbox.workspace import Workspace
 from phases import deps
 from phases.base import PhaseContext, load_plan
 
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
+
 MARK = "cadillac-ran-7c1d"
 
 
-@pytest.fixture(scope="module")
-def venv_cache(tmp_path_factory) -> Path:
-    """One template virtual environment for the module (making one costs ~30 s)."""
-    return tmp_path_factory.mktemp("venv-cache")
+@pytest.fixture
+def venv_cache(shared_cache) -> Path:
+    """The run's cache of templates (making one costs seconds)."""
+    return shared_cache
 
 
 @pytest.fixture

@@ -20,13 +20,6 @@ CANARY = "cadillac-canary-51ab"
 IPC_PRIVATE, IPC_CREAT, IPC_RMID = 0, 0o1000, 0
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return path
-
-
 def test_a_command_has_its_own_host_name(ws):
     result = run_command("hostname; cat /proc/sys/kernel/hostname", ws, ExecConfig())
     assert result.ok and result.output == "sandbox\nsandbox\n", result.output

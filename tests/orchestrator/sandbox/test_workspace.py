@@ -11,8 +11,8 @@ from orchestrator.sandbox.workspace import READ_CAP_BYTES, Workspace, WorkspaceE
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Workspace:
-    return Workspace(tmp_path / "ws")
+def ws(ws: Path) -> Workspace:
+    return Workspace(ws)
 
 
 @pytest.fixture
