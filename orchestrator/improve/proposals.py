@@ -36,6 +36,11 @@ NEVER = (
     "tests/",
     "memory/",
     "orchestrator/build/memory_tool.py",
+    "orchestrator/build/learning.py",
+    "orchestrator/build/memory_view.py",
+    "orchestrator/build/source.py",
+    "orchestrator/build/runs.py",
+    "phases/deps.py",
     "orchestrator/hooks/",
     ".git/",
     "runs/",
@@ -43,7 +48,14 @@ NEVER = (
 """Never patched, whatever the allow-list says: the judge (matrices, scoring, the decision
 rule), the improve cycle itself, the sandbox that contains builds, the tests, the memory
 and the memory tool's rules of what a model may change in it, and the hooks that run a
-user's own code."""
+user's own code. Inside the allow-list, the modules that enforce a rule are never patched
+either: what is written to memory (``build/learning.py``), what memory a prompt carries and
+how it is fenced (``build/memory_view.py``), where an enhance build's project comes from and
+how its change is committed (``build/source.py``), the run records the judge and the spend
+books read (``build/runs.py``) and the fresh environment made before the network installs
+(``phases/deps.py``). ``tests/orchestrator/improve/test_enforcement.py`` pins that what
+stays patchable decides none of: the network, the sandbox, git, memory admission, or the
+memory a prompt carries."""
 FILE_CHARS = 12_000
 PROMPT = Path(__file__).with_name("improver.md")
 
@@ -137,7 +149,8 @@ def ask_improver(
     """(proposal, raw answer); raises ProposalError when it is not usable."""
     files = []
     for name in weakness.targets:
-        text = read(name) if name.startswith(tuple(allow)) else None
+        usable = name.startswith(tuple(allow)) and not name.startswith(NEVER)
+        text = read(name) if usable else None
         if text is not None:
             files.append(f"--- {name}\n{text[:FILE_CHARS]}")
     parts = [
@@ -149,7 +162,9 @@ def ask_improver(
         + ("\n".join(f"- {m}" for m in meta_lessons) or "- nothing recorded yet"),
         "Attempts already rejected for this weakness (do not repeat them):\n"
         + ("\n".join(f"- {r}" for r in rejected) or "- none"),
-        f"Files you may edit: anything under {', '.join(allow)}. Current target files:\n\n"
+        f"Files you may edit: anything under {', '.join(allow)}, except "
+        f"{', '.join(n for n in NEVER if n.startswith(tuple(allow)))}. "
+        "Current target files:\n\n"
         + "\n\n".join(files),
     ]
     messages = [
