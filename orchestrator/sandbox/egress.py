@@ -10,6 +10,18 @@ registries. So a trial gets no network at all, and one way out:
   open a connection to a host and port it was given (``CONNECT host:port`` for HTTPS; a
   plain ``http://`` request is sent on with its request line in origin form and
   ``Connection: close``), and to nothing else: a refusal is ``403`` and one line;
+* it **checks what it forwards**, because one address often serves many names (a CDN's
+  edge, a shared host) and the name the server acts on is the one inside the request:
+  a plain request's ``Host`` must name the host and port it is sent to (else ``421``),
+  and only its own body (``Content-Length`` bytes; ``Transfer-Encoding`` is refused) is
+  sent on, so no second request rides behind it; a tunnel's first bytes must be a TLS
+  ClientHello (:func:`client_hello_name`) whose server name is the tunnel's host (none for
+  an IP address) and which hides no other name (Encrypted ClientHello is refused), read
+  *before* anything is connected or sent on; a refused tunnel gets TLS's
+  ``unrecognized_name`` alert and the far host sees nothing;
+* it **counts the bytes** it carries to and from each host (:meth:`EgressGate.traffic`),
+  in cadillac's own process where the trial cannot change them: the spend books bound a
+  trial's model use by them (:mod:`orchestrator.improve.spend`);
 * inside, before the trial's code is imported, a **relay** (:func:`start_relay`)
   listens on the sandbox's own loopback and carries each connection to the gate's socket,
   and ``HTTPS_PROXY``/``HTTP_PROXY`` name it, so litellm (httpx), pip, npm, cargo and go
@@ -26,6 +38,7 @@ those pip's and npm's configuration name). Every decision is a line of the gate'
 from __future__ import annotations
 
 import configparser
+import ipaddress
 import json
 import os
 import socket
@@ -192,6 +205,20 @@ class EgressGate:
         self._server: socket.socket | None = None
         self._closing = threading.Event()
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._bytes: dict[Host, list[int]] = {}
+
+    def traffic(self) -> dict[Host, tuple[int, int]]:
+        """Bytes sent to and received from each host so far: ``{(host, port): (up, down)}``,
+        counted where the tunnel's or request's bytes cross the gate (TLS records, headers
+        and all)."""
+        with self._lock:
+            return {host: (up, down) for host, (up, down) in self._bytes.items()}
+
+    def _count(self, host: Host, up: int, down: int) -> None:
+        with self._lock:
+            counts = self._bytes.setdefault(host, [0, 0])
+            counts[0] += up
+            counts[1] += down
 
     def __enter__(self) -> EgressGate:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -226,9 +253,13 @@ class EgressGate:
                 continue
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
-    def _decide(self, host: str, port: int, method: str) -> bool:
-        allowed = (host.lower(), port) in self.allowed
+    def _allowed(self, host: str, port: int) -> bool:
+        return (host.lower(), port) in self.allowed
+
+    def _record(self, host: str, port: int, method: str, allowed: bool, **more) -> bool:
+        """One decision: kept in ``decisions`` and appended to the log; returns ``allowed``."""
         record = {"ts": time.time(), "host": host, "port": port, "method": method}
+        record.update(more)
         record["allowed"] = allowed
         with self._lock:
             self.decisions.append(record)
@@ -247,24 +278,45 @@ class EgressGate:
             if method == "CONNECT":
                 host, _, port_text = target.rpartition(":")
                 host, port = host.strip("[]"), _port(port_text)
-                if not self._decide(host, port, method):
+                if not self._allowed(host, port):
+                    self._record(host, port, method, False)
                     return _refuse(client, host, port)
-                upstream = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                if rest:
-                    upstream.sendall(rest)
+                hello, name, wrong = _hello_for(client, rest, host)
+                if wrong:
+                    self._record(host, port, method, False, sni=name, reason=wrong)
+                    with suppress(OSError):
+                        client.sendall(TLS_UNRECOGNIZED_NAME)
+                    return None
+                self._record(host, port, method, True, sni=name)
+                upstream = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
+                upstream.sendall(hello)
+                self._count((host.lower(), port), len(hello), 0)
+                body = None
             else:
                 found = host_of(target)
                 if found is None or not target.startswith("http://"):
                     raise _BadRequest("only CONNECT and absolute http:// requests")
                 host, port = found
-                if not self._decide(host, port, method):
+                if not self._allowed(host, port):
+                    self._record(host, port, method, False)
                     return _refuse(client, host, port)
+                request, body = _forwarded(method, target, version, fields, host, port)
+                if isinstance(request, _Misdirected):
+                    self._record(host, port, method, False, reason=str(request))
+                    with suppress(OSError):
+                        client.sendall(_answer(421, f"egress gate: {request}"))
+                    return None
+                self._record(host, port, method, True)
                 upstream = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
-                upstream.sendall(_origin_form(method, target, version, fields) + rest)
+                sent = request + rest[:body]
+                upstream.sendall(sent)
+                self._count((host, port), len(sent), 0)
+                body -= len(rest[:body])
             client.settimeout(None)
             upstream.settimeout(None)
-            _splice(client, upstream)
+            key = (host.lower(), port)
+            _splice(client, upstream, count=lambda up, down: self._count(key, up, down), up=body)
         except _BadRequest as exc:
             with suppress(OSError):
                 client.sendall(_answer(400, f"egress gate: {exc}"))
@@ -310,17 +362,190 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def _origin_form(method: str, target: str, version: str, fields: bytes) -> bytes:
-    """The request as the origin server takes it: its path, its own headers, one request."""
+class _Misdirected(str):
+    """Why a plain request names another host than the one it is sent to (``421``)."""
+
+
+def _forwarded(
+    method: str, target: str, version: str, fields: bytes, host: str, port: int
+) -> tuple[bytes | _Misdirected, int]:
+    """The request as the origin server takes it (its path, its own headers, one request)
+    and how many body bytes follow it; a :class:`_Misdirected` when its ``Host`` names
+    another host, _BadRequest when the gate cannot tell where it ends."""
+    if version not in ("HTTP/1.0", "HTTP/1.1"):
+        raise _BadRequest(f"not HTTP/1.x ({version[:16]!r})")
     parts = urlsplit(target)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    kept = [
-        f
-        for f in fields.split(b"\r\n")
-        if f and not f.lower().startswith((b"proxy-", b"connection:", b"keep-alive:"))
-    ]
+    kept, names, length = [], [], 0
+    for field in fields.split(b"\r\n"):
+        if not field:
+            continue
+        name, colon, value = field.partition(b":")
+        if not colon or not name or name != name.strip() or field[:1] in (b" ", b"\t"):
+            raise _BadRequest("a header line that is not 'name: value'")
+        lower, value = name.lower(), value.strip()
+        if lower.startswith((b"proxy-", b"connection", b"keep-alive")):
+            continue
+        if lower == b"transfer-encoding":
+            raise _BadRequest("a request body without Content-Length is not carried")
+        if lower == b"content-length":
+            if b"content-length" in names or not value.isdigit():
+                raise _BadRequest("one Content-Length, a number, is needed")
+            length = int(value)
+        if lower == b"host":
+            if b"host" in names:
+                raise _BadRequest("more than one Host header")
+            if not _names_target(value, host, port):
+                shown = value.decode("ascii", "replace")[:80]
+                return _Misdirected(f"Host {shown!r} is not {host}:{port}, where it is sent"), 0
+        names.append(lower)
+        kept.append(field)
+    if b"host" not in names:
+        kept.insert(0, f"Host: {_authority(host, port)}".encode("ascii"))
     lines = [f"{method} {path} {version}".encode("ascii"), *kept, b"Connection: close"]
-    return b"\r\n".join(lines) + b"\r\n\r\n"
+    return b"\r\n".join(lines) + b"\r\n\r\n", length
+
+
+def _authority(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port == 80 else f"{shown}:{port}"
+
+
+def _names_target(value: bytes, host: str, port: int) -> bool:
+    """Whether a Host header's value names ``host:port`` (the port may be left out for 80)."""
+    try:
+        text = value.decode("ascii").lower()
+    except UnicodeDecodeError:
+        return False
+    return text in {_authority(host, port), f"{_authority(host, 80)}:{port}"}
+
+
+# ---------------------------------------------------------------------------- TLS
+TLS_UNRECOGNIZED_NAME = bytes([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x70])
+"""A fatal TLS alert, ``unrecognized_name``: what a tunnel to the wrong name is told."""
+HELLO_CAP = 64 * 1024
+HIDDEN_NAMES = {0xFE0D: "Encrypted ClientHello", 0xFFCE: "encrypted SNI"}
+"""ClientHello extensions that carry another server name the gate cannot read."""
+
+
+class _NotHello(Exception):
+    pass
+
+
+def _hello_for(client: socket.socket, data: bytes, host: str) -> tuple[bytes, str | None, str]:
+    """Read a tunnel's ClientHello (``data`` is what came with the CONNECT): the bytes
+    read, the server name it gives, and why it is refused ("" when it is not)."""
+    name: str | None = None
+    while True:
+        try:
+            name = client_hello_name(data)
+            break
+        except _Incomplete:
+            if len(data) > HELLO_CAP:
+                return data, None, "a ClientHello over 64 KiB"
+            try:
+                chunk = client.recv(16384)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return data, None, "the tunnel ended before its TLS ClientHello did"
+            data += chunk
+        except _NotHello as exc:
+            return data, None, f"not TLS: {exc}"
+    try:
+        ipaddress.ip_address(host)
+        literal = True
+    except ValueError:
+        literal = False
+    wanted = host.lower().rstrip(".")
+    if name is None and not literal:
+        return data, None, f"the ClientHello names no server; it must name {host}"
+    if name is not None and name != wanted:
+        return data, name, f"the ClientHello names {name!r}, not {host}"
+    return data, name, ""
+
+
+class _Incomplete(Exception):
+    pass
+
+
+def client_hello_name(data: bytes) -> str | None:
+    """The server name (SNI) of the TLS ClientHello at the start of ``data``, lower case,
+    or None when it names none. _Incomplete when more bytes are needed; _NotHello when
+    the bytes are no ClientHello, give more than one name, or hide one (ECH)."""
+    handshake = b""
+    at = 0
+    while len(handshake) < 4 or len(handshake) < 4 + int.from_bytes(handshake[1:4], "big"):
+        if len(data) > at and data[at] != 0x16:
+            raise _NotHello("the first bytes are no TLS handshake record")
+        if len(data) < at + 5:
+            raise _Incomplete
+        kind, major, size = data[at], data[at + 1], int.from_bytes(data[at + 3 : at + 5], "big")
+        if kind != 0x16 or major != 3 or not 0 < size <= 16384 + 2048:
+            raise _NotHello("the first bytes are no TLS handshake record")
+        if len(data) < at + 5 + size:
+            raise _Incomplete
+        handshake += data[at + 5 : at + 5 + size]
+        at += 5 + size
+        if handshake[:1] != b"\x01":
+            raise _NotHello("the first handshake message is no ClientHello")
+        if len(handshake) >= 4 and int.from_bytes(handshake[1:4], "big") > HELLO_CAP:
+            raise _NotHello("a ClientHello over 64 KiB")
+    body = _Reader(handshake[4 : 4 + int.from_bytes(handshake[1:4], "big")])
+    body.take(2 + 32)  # version, random
+    body.take(body.number(1))  # session id
+    body.take(body.number(2))  # cipher suites
+    body.take(body.number(1))  # compression methods
+    if body.left() == 0:
+        return None  # no extensions at all
+    extensions = _Reader(body.take(body.number(2)))
+    seen: set[int] = set()
+    name = None
+    while extensions.left():
+        kind, data_ = extensions.number(2), extensions.take(extensions.number(2))
+        if kind in seen:
+            raise _NotHello(f"extension {kind} twice")
+        seen.add(kind)
+        if kind in HIDDEN_NAMES:
+            raise _NotHello(f"{HIDDEN_NAMES[kind]} hides the server's name")
+        if kind == 0:
+            name = _server_name(_Reader(data_))
+    return name
+
+
+def _server_name(ext: _Reader) -> str:
+    names = _Reader(ext.take(ext.number(2)))
+    found = []
+    while names.left():
+        kind, value = names.number(1), names.take(names.number(2))
+        if kind != 0:
+            raise _NotHello(f"a server name of type {kind}")
+        try:
+            found.append(value.decode("ascii").lower().rstrip("."))
+        except UnicodeDecodeError:
+            raise _NotHello("a server name that is not ASCII") from None
+    if len(found) != 1 or not found[0]:
+        raise _NotHello("the server_name extension must hold exactly one name")
+    return found[0]
+
+
+class _Reader:
+    """Reads a TLS structure front to back; _NotHello when it ends early."""
+
+    def __init__(self, data: bytes):
+        self.data, self.at = data, 0
+
+    def left(self) -> int:
+        return len(self.data) - self.at
+
+    def take(self, n: int) -> bytes:
+        if n > self.left():
+            raise _NotHello("a ClientHello cut short")
+        self.at += n
+        return self.data[self.at - n : self.at]
+
+    def number(self, size: int) -> int:
+        return int.from_bytes(self.take(size), "big")
 
 
 def _refuse(client: socket.socket, host: str, port: int) -> None:
@@ -329,26 +554,39 @@ def _refuse(client: socket.socket, host: str, port: int) -> None:
 
 
 def _answer(status: int, text: str) -> bytes:
-    reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 503: "Busy"}[status]
+    reason = {
+        400: "Bad Request",
+        403: "Forbidden",
+        421: "Misdirected Request",
+        502: "Bad Gateway",
+        503: "Busy",
+    }[status]
     body = (text + "\n").encode("utf-8", "replace")
     head = f"HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain\r\n"
     head += f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     return head.encode("ascii") + body
 
 
-def _splice(a: socket.socket, b: socket.socket) -> None:
-    """Copy bytes both ways until both directions have ended."""
+def _splice(a: socket.socket, b: socket.socket, count=None, up: int | None = None) -> None:
+    """Copy bytes both ways until both directions have ended. ``count(up, down)`` is told
+    of each chunk carried from ``a`` to ``b`` (up) and back; with ``up``, at most that many
+    more bytes go from ``a`` to ``b`` and the rest ``a`` sends is dropped."""
+    tell = count or (lambda up, down: None)
 
-    def pump(src: socket.socket, dst: socket.socket) -> None:
+    def pump(src: socket.socket, dst: socket.socket, forward: bool, left: int | None) -> None:
         with suppress(OSError):
             while chunk := src.recv(65536):
-                dst.sendall(chunk)
+                if left is not None:
+                    chunk, left = chunk[:left], left - len(chunk[:left])
+                if chunk:
+                    dst.sendall(chunk)
+                    tell(*((len(chunk), 0) if forward else (0, len(chunk))))
         with suppress(OSError):
             dst.shutdown(socket.SHUT_WR)
 
-    other = threading.Thread(target=pump, args=(b, a), daemon=True)
+    other = threading.Thread(target=pump, args=(b, a, False, None), daemon=True)
     other.start()
-    pump(a, b)
+    pump(a, b, True, up)
     other.join()
 
 

@@ -1,0 +1,210 @@
+"""The egress gate checks what it forwards: the name inside a request is the host it is
+sent to. A plain request's ``Host`` and a tunnel's TLS server name (SNI) are what a shared
+edge (a CDN, a virtual host) acts on, so a trial allowed one host could otherwise reach
+every other site served from the same address."""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import threading
+
+import pytest
+
+from orchestrator.sandbox import egress
+from tests.fakes.openai_server import FakeOpenAI
+from tests.orchestrator.sandbox.test_egress import ask, completion_request, port_of
+
+
+def client_hello(name: str | None) -> bytes:
+    """The bytes of a real TLS ClientHello for ``name`` (none for an IP address or None),
+    from Python's own TLS stack, without a network."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname=name)
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    return outgoing.read()
+
+
+def with_extension(hello: bytes, kind: int, data: bytes) -> bytes:
+    """``hello`` with one more extension at the end, its lengths made right."""
+    body = bytearray(hello[9:])
+    at = 2 + 32
+    at += 1 + body[at]
+    at += 2 + int.from_bytes(body[at : at + 2], "big")
+    at += 1 + body[at]
+    size = int.from_bytes(body[at : at + 2], "big")
+    body[at : at + 2] = (size + 4 + len(data)).to_bytes(2, "big")
+    body += kind.to_bytes(2, "big") + len(data).to_bytes(2, "big") + data
+    handshake = b"\x01" + len(body).to_bytes(3, "big") + bytes(body)
+    return hello[:3] + len(handshake).to_bytes(2, "big") + handshake
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 standing for an allowed host: keeps what each
+    connection sent it until it ended or ``quiet_s`` passed without a byte."""
+
+    def __init__(self, quiet_s: float = 5.0):
+        self.quiet_s = quiet_s
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.received: list[bytes] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            conn.settimeout(self.quiet_s)
+            data = b""
+            try:
+                while chunk := conn.recv(65536):
+                    data += chunk
+            except OSError:
+                pass
+            self.received.append(data)
+            conn.close()
+
+    def close(self):
+        self.server.close()
+
+
+def tunnel(gate: egress.EgressGate, target: str, data: bytes) -> bytes:
+    """CONNECT ``target``, send ``data`` once the tunnel is up, and all that comes back."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        sock.connect(str(gate.path))
+        sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        answer = sock.recv(len(b"HTTP/1.1 200 Connection established\r\n\r\n"))
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_plain_request_naming_another_host_is_refused_and_reaches_nothing(tmp_path):
+    """A trial asks the allowed plain-HTTP host for ``Host: other.example``: refused with
+    421, and the allowed host (standing for a shared edge) never sees the request."""
+    with FakeOpenAI(lambda body: "answered") as server:
+        port = port_of(server)
+        allowed = {("127.0.0.1", port)}
+        with egress.EgressGate(tmp_path / "g", allowed, log=tmp_path / "egress.jsonl") as gate:
+            request = completion_request(port, absolute=True)
+            other = ask(
+                gate, request.replace(f"Host: 127.0.0.1:{port}".encode(), b"Host: other.example")
+            )
+            twice = ask(gate, request.replace(b"\r\n\r\n", b"\r\nHost: other.example\r\n\r\n", 1))
+            folded = ask(
+                gate, request.replace(b"\r\ncontent-type", b"\r\n other.example\r\ncontent-type")
+            )
+            chunked = ask(
+                gate, request.replace(b"content-length", b"transfer-encoding: chunked\r\nx")
+            )
+            bare = ask(gate, request.replace(f"Host: 127.0.0.1:{port}\r\n".encode(), b""))
+            assert len(server.requests) == 1  # only the one without a Host got through
+            assert server.headers[0]["Host"] == f"127.0.0.1:{port}"  # the gate named it
+    assert other.startswith(b"HTTP/1.1 421") and b"'other.example' is not 127.0.0.1" in other
+    assert twice.startswith(b"HTTP/1.1 400") and b"more than one Host" in twice
+    assert folded.startswith(b"HTTP/1.1 400") and chunked.startswith(b"HTTP/1.1 400")
+    assert bare.startswith(b"HTTP/1.0 200") and b"answered" in bare
+    logged = [json.loads(x) for x in (tmp_path / "egress.jsonl").read_text().splitlines()]
+    assert logged[0]["allowed"] is False and "other.example" in logged[0]["reason"]
+
+
+def test_a_second_request_behind_the_body_never_reaches_the_host(tmp_path):
+    """What follows a request's ``Content-Length`` bytes (a second request, for another
+    site of the same edge) is dropped: the allowed host reads exactly one request."""
+    listener = Listener(quiet_s=0.5)  # the client waits for an answer: it never closes
+    try:
+        allowed = {("127.0.0.1", listener.port)}
+        with egress.EgressGate(tmp_path / "g", allowed) as gate:
+            smuggled = b"GET /secret HTTP/1.1\r\nHost: other.example\r\n\r\n"
+            request = f"POST http://127.0.0.1:{listener.port}/v1 HTTP/1.1\r\n"
+            request += f"Host: 127.0.0.1:{listener.port}\r\ncontent-length: 5\r\n\r\nhello"
+            ask(gate, request.encode() + smuggled)
+    finally:
+        listener.close()
+    (got,) = listener.received
+    assert got.endswith(b"\r\nConnection: close\r\n\r\nhello"), got
+    assert b"other.example" not in got and b"/secret" not in got
+
+
+def test_a_tunnel_whose_client_hello_names_another_host_is_refused(tmp_path):
+    """CONNECT to the allowed host with a ClientHello for ``other.example``: the gate
+    reads the hello before it connects anywhere, answers TLS's unrecognized_name alert,
+    and the allowed host receives nothing; the right name goes through byte for byte."""
+    listener = Listener()
+    try:
+        allowed = {("localhost", listener.port), ("127.0.0.1", listener.port)}
+        log = tmp_path / "egress.jsonl"
+        with egress.EgressGate(tmp_path / "g", allowed, log=log) as gate:
+            wrong = tunnel(gate, f"localhost:{listener.port}", client_hello("other.example"))
+            nameless = tunnel(gate, f"localhost:{listener.port}", client_hello(None))
+            to_ip = tunnel(gate, f"127.0.0.1:{listener.port}", client_hello("other.example"))
+            plain = tunnel(gate, f"localhost:{listener.port}", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert listener.received == []
+            right = client_hello("LocalHost")
+            tunnel(gate, f"localhost:{listener.port}", right)
+            ip_hello = client_hello("127.0.0.1")  # an IP address gets no server name
+            tunnel(gate, f"127.0.0.1:{listener.port}", ip_hello)
+            traffic = gate.traffic()
+    finally:
+        listener.close()
+    for refused in (wrong, nameless, to_ip, plain):
+        assert (
+            refused == b"HTTP/1.1 200 Connection established\r\n\r\n" + egress.TLS_UNRECOGNIZED_NAME
+        )
+    assert listener.received == [right, ip_hello]  # a refused tunnel connected nowhere
+    assert traffic[("localhost", listener.port)] == (len(right), 0)
+    decisions = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [(d["allowed"], d.get("sni")) for d in decisions] == [
+        (False, "other.example"),
+        (False, None),
+        (False, "other.example"),
+        (False, None),
+        (True, "localhost"),
+        (True, None),
+    ]
+    assert "names 'other.example', not localhost" in decisions[0]["reason"]
+    assert decisions[3]["reason"].startswith("not TLS")
+
+
+def test_the_client_hello_parser_reads_one_name_and_refuses_hidden_ones():
+    hello = client_hello("api.example.com")
+    assert egress.client_hello_name(hello) == "api.example.com"
+    assert egress.client_hello_name(client_hello(None)) is None
+    # the handshake split over two records, as a large ClientHello may be
+    handshake = hello[5:]
+    split = b"".join(
+        b"\x16\x03\x01" + len(part).to_bytes(2, "big") + part
+        for part in (handshake[:100], handshake[100:])
+    )
+    assert egress.client_hello_name(split) == "api.example.com"
+    with pytest.raises(egress._Incomplete):
+        egress.client_hello_name(split[:-1])
+    ech = with_extension(hello, 0xFE0D, b"\x00" * 40)
+    with pytest.raises(egress._NotHello, match="Encrypted ClientHello"):
+        egress.client_hello_name(ech)
+    two = b"\x00\x0b\x00\x09other.com"
+    with pytest.raises(egress._NotHello, match="twice"):
+        egress.client_hello_name(with_extension(hello, 0, len(two).to_bytes(2, "big") + two))
+    with pytest.raises(egress._NotHello, match="no TLS"):
+        egress.client_hello_name(b"GET / HTTP/1.1\r\n")
+
+
+def test_the_gate_counts_the_bytes_each_way_per_host(tmp_path):
+    with FakeOpenAI(lambda body: "counted") as server:
+        port = port_of(server)
+        with egress.EgressGate(tmp_path / "g", {("127.0.0.1", port)}) as gate:
+            answer = ask(gate, completion_request(port, absolute=True))
+            ask(gate, completion_request(port + 1, absolute=True))  # refused: no bytes
+            traffic = gate.traffic()
+    up, down = traffic[("127.0.0.1", port)]
+    assert down == len(answer) and up > len(completion_request(port, absolute=True)) // 2
+    assert ("127.0.0.1", port + 1) not in traffic
