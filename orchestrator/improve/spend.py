@@ -21,18 +21,32 @@ images given by URL); the gate's figure is what lying cannot shrink. So a candid
 lowers what it is charged by under-reporting, and an honest trial is charged its true
 spend, or its traffic's figure when that is higher. Both stay in the round's record
 (``claimed_cost_usd``, ``claimed_tokens``, ``gate``).
+
+The same figure bounds a round while it runs: the gate is given a :class:`Meter` with
+the round's share of the caps, and once the figure reaches it the gate carries nothing
+more up to the models (the answers to what was already asked still come back), so a
+trial that lies about its spend cannot go on spending until its round ends; the round
+then stops (``CapReached``) like one its own cap stopped.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from orchestrator.bench.results import GateSpend, MatrixResults
 from orchestrator.llm.prices import highest_prices
 from orchestrator.sandbox.egress import Host
 
 BYTES_PER_TOKEN = 4
+
+
+def figure(up: int, down: int, prices: tuple[float, float] | None) -> tuple[int, float | None]:
+    """(tokens, cost) the gate's rule makes of ``up`` and ``down`` bytes (module docstring)."""
+    tokens_up, tokens_down = math.ceil(up / BYTES_PER_TOKEN), math.ceil(down / BYTES_PER_TOKEN)
+    cost = None if prices is None else tokens_up * prices[0] + tokens_down * prices[1]
+    return tokens_up + tokens_down, cost
 
 
 def gate_spend(
@@ -43,12 +57,38 @@ def gate_spend(
     hosts = {(host.lower(), port) for host, port in model_hosts}
     up = sum(u for host, (u, _) in traffic.items() if host in hosts)
     down = sum(d for host, (_, d) in traffic.items() if host in hosts)
-    tokens_up, tokens_down = math.ceil(up / BYTES_PER_TOKEN), math.ceil(down / BYTES_PER_TOKEN)
-    prices = highest_prices(models)
-    cost = None
-    if prices is not None:
-        cost = tokens_up * prices[0] + tokens_down * prices[1]
-    return GateSpend(bytes_up=up, bytes_down=down, tokens=tokens_up + tokens_down, cost_usd=cost)
+    tokens, cost = figure(up, down, highest_prices(models))
+    return GateSpend(bytes_up=up, bytes_down=down, tokens=tokens, cost_usd=cost)
+
+
+@dataclass
+class Meter:
+    """What an egress gate is given to stop a round's model traffic at its caps."""
+
+    hosts: set[Host]
+    prices: tuple[float, float] | None
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+
+    @classmethod
+    def of(cls, hosts: Iterable[Host], models: list[str], max_cost_usd, max_tokens) -> Meter:
+        hosts = {(host.lower(), port) for host, port in hosts}
+        return cls(hosts, highest_prices(models), max_cost_usd, max_tokens)
+
+    def over(self, up: int, down: int) -> str:
+        """Why ``up`` and ``down`` bytes to the models pass the round's caps ("" if not)."""
+        tokens, cost = figure(up, down, self.prices)
+        if self.max_tokens is not None and tokens >= self.max_tokens:
+            return (
+                f"the round's token cap of {self.max_tokens:,} was reached by the egress "
+                f"gate's count ({tokens:,} tokens)"
+            )
+        if self.max_cost_usd is not None and cost is not None and cost >= self.max_cost_usd:
+            return (
+                f"the round's spend cap of {self.max_cost_usd:g} USD was reached by the "
+                f"egress gate's count ({cost:.6f} USD)"
+            )
+        return ""
 
 
 def charge(results: MatrixResults, gate: GateSpend | None) -> None:

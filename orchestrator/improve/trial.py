@@ -256,16 +256,21 @@ class SandboxedMatrix:
 
     @contextmanager
     def _way_out(
-        self, trial: Path
+        self, trial: Path, round: RoundSpec
     ) -> Iterator[tuple[bool, dict[str, str], list[Path], egress.EgressGate | None]]:
         """(network, environment, writable folders, gate) of a trial: the host's network
-        only without a sandbox; else none, and a gate to the allowed hosts when there are."""
+        only without a sandbox; else none, and a gate to the allowed hosts when there are,
+        which stops the model traffic at the round's caps."""
         if self.egress is None:
             yield self._needs_network(), {}, [], None
             return
         folder = egress.socket_folder()
+        meter = spend.Meter.of(
+            self.model_hosts, self._models(), round.max_cost_usd, round.max_tokens
+        )
+        log = trial / "egress.jsonl"
         try:
-            with egress.EgressGate(folder, self.egress, log=trial / "egress.jsonl") as gate:
+            with egress.EgressGate(folder, self.egress, log=log, meter=meter) as gate:
                 yield False, {egress.SOCKET_ENV: str(gate.path)}, [folder], gate
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -281,7 +286,7 @@ class SandboxedMatrix:
         public, home = trial / "matrix", trial / "home"
         self._public_matrix(public)
         self._frozen_home(home)
-        with self._way_out(trial) as (network, gate_env, gate_dirs, gate):
+        with self._way_out(trial, round) as (network, gate_env, gate_dirs, gate):
             done = run_command(
                 self._command(public, home, round),
                 trial,
@@ -294,6 +299,7 @@ class SandboxedMatrix:
                 stop=self.stop,
             )
             counted = None if gate is None else self._gate_spend(gate)
+            cut = "" if gate is None else gate.cut
         (trial / "trial.log").write_text(done.for_model(), encoding="utf-8")
         if done.stopped:  # killed outright: its builds could not say so themselves
             mark_interrupted(home)
@@ -303,10 +309,11 @@ class SandboxedMatrix:
             raise CadillacError(
                 f"the {label} matrix run left no results: {done.for_model()[-400:]}"
             )
-        if claimed.stopped_because:
+        if claimed.stopped_because or cut:  # the trial's own cap, or the gate's
             claimed.runs = [r for r in claimed.runs if r.status not in NOT_BUILT]
             spend.charge(claimed, counted)
-            raise CapReached(f"the {label} round stopped early: {claimed.stopped_because}", claimed)
+            why = claimed.stopped_because or cut
+            raise CapReached(f"the {label} round stopped early: {why}", claimed)
         results = self._judge(claimed, home, trial, round)
         spend.charge(results, counted)
         results.runs_dir = str(home / "runs")
@@ -314,8 +321,11 @@ class SandboxedMatrix:
 
     def _gate_spend(self, gate: egress.EgressGate) -> GateSpend:
         """What the gate counted of the trial's traffic to its models' hosts."""
-        models = [e.model for e in self.llm.endpoints() if not is_builtin(e.model)]
-        return spend.gate_spend(gate.traffic(), self.model_hosts, models)
+        return spend.gate_spend(gate.traffic(), self.model_hosts, self._models())
+
+    def _models(self) -> list[str]:
+        """The models a trial reaches over the network (the priced ones, if any)."""
+        return [e.model for e in self.llm.endpoints() if not is_builtin(e.model)]
 
     # ------------------------------------------------------------------ the trial
     def _public_matrix(self, public: Path) -> None:

@@ -21,7 +21,12 @@ registries. So a trial gets no network at all, and one way out:
   ``unrecognized_name`` alert and the far host sees nothing;
 * it **counts the bytes** it carries to and from each host (:meth:`EgressGate.traffic`),
   in cadillac's own process where the trial cannot change them: the spend books bound a
-  trial's model use by them (:mod:`orchestrator.improve.spend`);
+  trial's model use by them (:mod:`orchestrator.improve.spend`), and with a ``meter``
+  the gate itself stops carrying traffic to the metered hosts once their bytes pass its
+  cap (:attr:`EgressGate.cut` says why): a new connection to them is refused, and an
+  open one may finish the request it is sending and get its answer, then what it sends
+  next closes it; so an honest build's last call ends cleanly and the overrun is at most
+  one request (CUT_GRACE bytes) and its answer per open connection;
 * inside, before the trial's code is imported, a **relay** (:func:`start_relay`)
   listens on the sandbox's own loopback and carries each connection to the gate's socket,
   and ``HTTPS_PROXY``/``HTTP_PROXY`` name it, so litellm (httpx), pip, npm, cargo and go
@@ -193,9 +198,12 @@ def socket_folder() -> Path:
 
 class EgressGate:
     """An HTTP proxy on a Unix socket that connects only to ``allowed`` (see the module
-    docstring); a context manager. ``decisions`` and the ``log`` file say what was asked."""
+    docstring); a context manager. ``decisions`` and the ``log`` file say what was asked.
 
-    def __init__(self, folder: Path, allowed: Iterable[Host], log: Path | None = None):
+    ``meter``, when given, has ``hosts`` (those it meters) and ``over(up, down)``: why the
+    bytes so far to and from them pass a cap ("" while they do not)."""
+
+    def __init__(self, folder: Path, allowed: Iterable[Host], log: Path | None = None, meter=None):
         self.folder = Path(folder)
         self.path = self.folder / SOCKET_NAME
         self.allowed = {(h.lower(), int(p)) for h, p in allowed}
@@ -206,6 +214,9 @@ class EgressGate:
         self._closing = threading.Event()
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._bytes: dict[Host, list[int]] = {}
+        self.meter = meter
+        self.cut = ""
+        """Why the gate stopped carrying traffic to the metered hosts ("" while it has not)."""
 
     def traffic(self) -> dict[Host, tuple[int, int]]:
         """Bytes sent to and received from each host so far: ``{(host, port): (up, down)}``,
@@ -215,10 +226,22 @@ class EgressGate:
             return {host: (up, down) for host, (up, down) in self._bytes.items()}
 
     def _count(self, host: Host, up: int, down: int) -> None:
+        """Count bytes carried; once the meter says the metered hosts passed its cap, the
+        gate is ``cut`` (said once in the log)."""
+        metered = self.meter is not None and host in self.meter.hosts
         with self._lock:
             counts = self._bytes.setdefault(host, [0, 0])
             counts[0] += up
             counts[1] += down
+            if not metered or self.cut:
+                return
+            sums = [v for h, v in self._bytes.items() if h in self.meter.hosts]
+            self.cut = self.meter.over(sum(v[0] for v in sums), sum(v[1] for v in sums))
+        if self.cut:
+            self._record(host[0], host[1], "cut", False, reason=self.cut)
+
+    def _metered_and_cut(self, host: str, port: int) -> bool:
+        return bool(self.cut) and (host.lower(), port) in self.meter.hosts
 
     def __enter__(self) -> EgressGate:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -281,6 +304,9 @@ class EgressGate:
                 if not self._allowed(host, port):
                     self._record(host, port, method, False)
                     return _refuse(client, host, port)
+                if self._metered_and_cut(host, port):
+                    self._record(host, port, method, False, reason=self.cut)
+                    return _refuse(client, host, port, self.cut)
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 hello, name, wrong = _hello_for(client, rest, host)
                 if wrong:
@@ -301,6 +327,9 @@ class EgressGate:
                 if not self._allowed(host, port):
                     self._record(host, port, method, False)
                     return _refuse(client, host, port)
+                if self._metered_and_cut(host, port):
+                    self._record(host, port, method, False, reason=self.cut)
+                    return _refuse(client, host, port, self.cut)
                 request, body = _forwarded(method, target, version, fields, host, port)
                 if isinstance(request, _Misdirected):
                     self._record(host, port, method, False, reason=str(request))
@@ -316,7 +345,13 @@ class EgressGate:
             client.settimeout(None)
             upstream.settimeout(None)
             key = (host.lower(), port)
-            _splice(client, upstream, count=lambda up, down: self._count(key, up, down), up=body)
+            _splice(
+                client,
+                upstream,
+                count=lambda up, down: self._count(key, up, down),
+                up=body,
+                halt=lambda: self._metered_and_cut(*key),
+            )
         except _BadRequest as exc:
             with suppress(OSError):
                 client.sendall(_answer(400, f"egress gate: {exc}"))
@@ -548,9 +583,10 @@ class _Reader:
         return int.from_bytes(self.take(size), "big")
 
 
-def _refuse(client: socket.socket, host: str, port: int) -> None:
+def _refuse(client: socket.socket, host: str, port: int, why: str = "") -> None:
+    text = f"{host}:{port}: {why}" if why else f"{host}:{port} is not an allowed host"
     with suppress(OSError):
-        client.sendall(_answer(403, f"egress gate: {host}:{port} is not an allowed host"))
+        client.sendall(_answer(403, f"egress gate: {text}"))
 
 
 def _answer(status: int, text: str) -> bytes:
@@ -567,20 +603,62 @@ def _answer(status: int, text: str) -> bytes:
     return head.encode("ascii") + body
 
 
-def _splice(a: socket.socket, b: socket.socket, count=None, up: int | None = None) -> None:
+CUT_GRACE = 256 * 1024
+"""Bytes a connection may still send up once its gate is cut, to finish the request it is
+sending: it gets the answer, and the next bytes it sends after that end it."""
+
+
+class _Brake:
+    """One connection's way up once the gate is cut: the request in flight (at most
+    CUT_GRACE bytes more) may finish and be answered; the first bytes up after the answer
+    began end the connection."""
+
+    def __init__(self, halted):
+        self.halted = halted
+        self.down, self.down_at_cut, self.grace = 0, None, CUT_GRACE
+
+    def came_down(self, n: int) -> None:
+        if self.down_at_cut is None and self.halted():
+            self.down_at_cut = self.down
+        self.down += n
+
+    def may_go_up(self, n: int) -> bool:
+        if not self.halted():
+            return True
+        if self.down_at_cut is None:
+            self.down_at_cut = self.down
+        self.grace -= n
+        return self.grace >= 0 and self.down == self.down_at_cut
+
+
+def _splice(
+    a: socket.socket, b: socket.socket, count=None, up: int | None = None, halt=None
+) -> None:
     """Copy bytes both ways until both directions have ended. ``count(up, down)`` is told
     of each chunk carried from ``a`` to ``b`` (up) and back; with ``up``, at most that many
-    more bytes go from ``a`` to ``b`` and the rest ``a`` sends is dropped."""
+    more bytes go from ``a`` to ``b`` and the rest ``a`` sends is dropped; once ``halt()``
+    is true, ``a`` may finish the request it is sending and get its answer (:class:`_Brake`),
+    and what it sends after that ends both ways."""
     tell = count or (lambda up, down: None)
+    brake = _Brake(halt or (lambda: False))
 
     def pump(src: socket.socket, dst: socket.socket, forward: bool, left: int | None) -> None:
-        with suppress(OSError):
+        try:
             while chunk := src.recv(65536):
                 if left is not None:
                     chunk, left = chunk[:left], left - len(chunk[:left])
+                if forward and not brake.may_go_up(len(chunk)):  # both ways end now
+                    for sock in (a, b):
+                        with suppress(OSError):
+                            sock.shutdown(socket.SHUT_RDWR)
+                    return
                 if chunk:
                     dst.sendall(chunk)
                     tell(*((len(chunk), 0) if forward else (0, len(chunk))))
+                if not forward:  # after tell: an answer that makes the cut is one after it
+                    brake.came_down(len(chunk))
+        except OSError:
+            pass
         with suppress(OSError):
             dst.shutdown(socket.SHUT_WR)
 

@@ -3,6 +3,7 @@ candidate's own report of its spend cannot take it under ``--max-cost``."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -64,3 +65,31 @@ def test_the_larger_figure_is_charged_and_a_claim_that_is_no_number_counts_as_ze
     no_gate = claimed(math.nan, -3)  # a trial without network: its claim, made sane
     spend.charge(no_gate, None)
     assert (no_gate.cost_usd, no_gate.tokens, no_gate.gate) == (0.0, 0, None)
+
+
+def test_the_gate_stops_a_rounds_model_traffic_at_its_share_of_the_cap(tmp_path):
+    """With a meter, the gate itself ends the model traffic once its count passes the
+    round's caps: the answer to what was asked still comes back, what comes next is
+    refused with the reason, and the other hosts (the registries) are not metered."""
+    from orchestrator.sandbox import egress
+    from tests.fakes.openai_server import FakeOpenAI
+    from tests.orchestrator.sandbox.test_egress import ask, completion_request, port_of
+
+    with FakeOpenAI(lambda body: "spent") as server, FakeOpenAI(lambda b: "pkg") as registry:
+        model, other = ("127.0.0.1", port_of(server)), ("127.0.0.1", port_of(registry))
+        meter = spend.Meter.of({model}, [MODEL], None, 250)  # 250 tokens: 1,000 bytes
+        log = tmp_path / "egress.jsonl"
+        with egress.EgressGate(tmp_path / "g", {model, other}, log=log, meter=meter) as gate:
+            first = ask(gate, completion_request(model[1], absolute=True))
+            assert gate.cut == ""  # some 600 bytes so far
+            second = ask(gate, completion_request(model[1], absolute=True))
+            refused = ask(gate, completion_request(model[1], absolute=True))
+            unmetered = ask(gate, completion_request(other[1], absolute=True))
+        assert b"spent" in first and b"pkg" in unmetered
+        assert refused.startswith(b"HTTP/1.1 403") and b"token cap of 250 was" in refused
+        assert "egress gate's count" in gate.cut
+        assert len(server.requests) == 2  # the one that passed the cap was the last carried
+        assert second.startswith(b"HTTP/1.0 200") and second.endswith(b"}")  # answered in full
+        assert b"spent" in second
+    cuts = [json.loads(x) for x in log.read_text().splitlines() if '"cut"' in x]
+    assert len(cuts) == 1 and "token cap" in cuts[0]["reason"]

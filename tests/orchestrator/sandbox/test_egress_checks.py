@@ -208,3 +208,54 @@ def test_the_gate_counts_the_bytes_each_way_per_host(tmp_path):
     up, down = traffic[("127.0.0.1", port)]
     assert down == len(answer) and up > len(completion_request(port, absolute=True)) // 2
     assert ("127.0.0.1", port + 1) not in traffic
+
+
+class Meter:
+    """Cuts once more than ``limit`` bytes have gone either way to ``hosts``."""
+
+    def __init__(self, hosts, limit):
+        self.hosts, self.limit = hosts, limit
+
+    def over(self, up, down):
+        return "over the test's cap" if up + down > self.limit else ""
+
+
+def test_a_cut_gate_lets_the_request_in_flight_be_answered_then_ends_the_tunnel(tmp_path):
+    """Once the meter cuts, an open tunnel (a kept-alive connection to the model) gets
+    the answer to what it sent, and the next bytes it sends close it unsent; a new
+    tunnel is refused with the reason."""
+    upstream = socket.create_server(("127.0.0.1", 0))
+    port = upstream.getsockname()[1]
+    got = []
+
+    def serve():
+        conn, _ = upstream.accept()
+        with conn:
+            got.append(conn.recv(65536))  # the hello
+            conn.sendall(b"A" * 3000)  # its answer passes the cap
+            conn.settimeout(2)
+            try:
+                got.append(conn.recv(65536))  # what follows the cut: nothing
+            except OSError:
+                got.append(b"timeout")
+
+    threading.Thread(target=serve, daemon=True).start()
+    hello = client_hello("localhost")
+    meter = Meter({("localhost", port)}, len(hello) + 1000)
+    with egress.EgressGate(tmp_path / "g", {("localhost", port)}, meter=meter) as gate:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(str(gate.path))
+            sock.sendall(f"CONNECT localhost:{port} HTTP/1.1\r\n\r\n".encode())
+            assert sock.recv(39).startswith(b"HTTP/1.1 200")
+            sock.sendall(hello)
+            answer = b""
+            while len(answer) < 3000:
+                answer += sock.recv(65536)
+            assert gate.cut == "over the test's cap"
+            sock.sendall(b"\x17\x03\x03\x00\x05next!")  # the next request: the tunnel ends
+            assert sock.recv(65536) == b""
+        refused = ask(gate, f"CONNECT localhost:{port} HTTP/1.1\r\n\r\n".encode())
+    upstream.close()
+    assert answer == b"A" * 3000 and got == [hello, b""]
+    assert refused.startswith(b"HTTP/1.1 403") and b"over the test's cap" in refused
