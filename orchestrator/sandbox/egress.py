@@ -308,17 +308,35 @@ class EgressGate:
                     self._record(host, port, method, False, reason=self.cut)
                     return _refuse(client, host, port, self.cut)
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                hello, name, wrong = _hello_for(client, rest, host)
+                hello, pending, name, wrong = _hello_for(client, rest, host)
                 if wrong:
                     self._record(host, port, method, False, sni=name, reason=wrong)
                     with suppress(OSError):
                         client.sendall(TLS_UNRECOGNIZED_NAME)
                     return None
                 self._record(host, port, method, True, sni=name)
+                key = (host.lower(), port)
                 upstream = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
                 upstream.sendall(hello)
-                self._count((host.lower(), port), len(hello), 0)
-                body = None
+                self._count(key, len(hello), 0)
+                # nothing after the ClientHello goes up before the server's answer is
+                # seen: after a HelloRetryRequest, the second ClientHello is checked too
+                first, retry = _server_first(upstream)
+                client.sendall(first)
+                self._count(key, 0, len(first))
+                if retry:
+                    hello, pending, again, wrong = _second_hello(client, pending, host)
+                    if wrong or again != name:
+                        why = wrong or f"the second ClientHello names {again!r}, not {name!r}"
+                        self._record(host, port, method, False, sni=again, reason=why)
+                        with suppress(OSError):
+                            client.sendall(TLS_UNRECOGNIZED_NAME)
+                        return None
+                    pending = hello + pending
+                if pending:
+                    upstream.sendall(pending)
+                    self._count(key, len(pending), 0)
+                body, answered = None, bool(first)
             else:
                 found = host_of(target)
                 if found is None or not target.startswith("http://"):
@@ -342,6 +360,7 @@ class EgressGate:
                 upstream.sendall(sent)
                 self._count((host, port), len(sent), 0)
                 body -= len(rest[:body])
+                answered = False
             client.settimeout(None)
             upstream.settimeout(None)
             key = (host.lower(), port)
@@ -351,6 +370,7 @@ class EgressGate:
                 count=lambda up, down: self._count(key, up, down),
                 up=body,
                 halt=lambda: self._metered_and_cut(*key),
+                answered=answered,
             )
         except _BadRequest as exc:
             with suppress(OSError):
@@ -467,37 +487,80 @@ class _NotHello(Exception):
     pass
 
 
-def _hello_for(client: socket.socket, data: bytes, host: str) -> tuple[bytes, str | None, str]:
-    """Read a tunnel's ClientHello (``data`` is what came with the CONNECT): the bytes
-    read, the server name it gives, and why it is refused ("" when it is not)."""
+def _hello_for(
+    client: socket.socket, data: bytes, host: str
+) -> tuple[bytes, bytes, str | None, str]:
+    """Read a tunnel's ClientHello (``data`` is what came with the CONNECT): its bytes,
+    the bytes read after it, the server name it gives, and why it is refused ("" when it
+    is not)."""
     name: str | None = None
     while True:
         try:
-            name = client_hello_name(data)
+            name, end = _parse_hello(data)
             break
         except _Incomplete:
             if len(data) > HELLO_CAP:
-                return data, None, "a ClientHello over 64 KiB"
+                return data, b"", None, "a ClientHello over 64 KiB"
             try:
                 chunk = client.recv(16384)
             except OSError:
                 chunk = b""
             if not chunk:
-                return data, None, "the tunnel ended before its TLS ClientHello did"
+                return data, b"", None, "the tunnel ended before its TLS ClientHello did"
             data += chunk
         except _NotHello as exc:
-            return data, None, f"not TLS: {exc}"
+            return data, b"", None, f"not TLS: {exc}"
     try:
         ipaddress.ip_address(host)
         literal = True
     except ValueError:
         literal = False
-    wanted = host.lower().rstrip(".")
+    hello, rest = data[:end], data[end:]
     if name is None and not literal:
-        return data, None, f"the ClientHello names no server; it must name {host}"
-    if name is not None and name != wanted:
-        return data, name, f"the ClientHello names {name!r}, not {host}"
-    return data, name, ""
+        return hello, rest, None, f"the ClientHello names no server; it must name {host}"
+    if name is not None and name != host.lower().rstrip("."):
+        return hello, rest, name, f"the ClientHello names {name!r}, not {host}"
+    return hello, rest, name, ""
+
+
+HELLO_RETRY = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
+"""The ``random`` of a TLS 1.3 HelloRetryRequest: the server asks for a second ClientHello."""
+
+
+def _server_first(upstream: socket.socket) -> tuple[bytes, bool]:
+    """The server's first bytes (at least the start of its ServerHello) and whether they
+    are a HelloRetryRequest, after which the client sends a second ClientHello."""
+    data = b""
+    while len(data) < 5 + 4 + 2 + 32:
+        chunk = upstream.recv(16384)
+        if not chunk:
+            break
+        data += chunk
+    retry = data[:1] == b"\x16" and data[5:6] == b"\x02" and data[11:43] == HELLO_RETRY
+    return data, retry
+
+
+def _second_hello(
+    client: socket.socket, data: bytes, host: str
+) -> tuple[bytes, bytes, str | None, str]:
+    """The client's answer to a HelloRetryRequest: its change_cipher_spec records, if any,
+    then a second ClientHello, checked like the first (:func:`_hello_for`)."""
+    prefix = b""
+    while True:
+        while len(data) < 5 or (data[:1] == b"\x14" and len(data) < 5 + _size(data)):
+            chunk = client.recv(16384)
+            if not chunk or len(prefix) + len(data) > HELLO_CAP:
+                return prefix + data, b"", None, "the tunnel ended before its second ClientHello"
+            data += chunk
+        if data[:1] != b"\x14":
+            break
+        prefix, data = prefix + data[: 5 + _size(data)], data[5 + _size(data) :]
+    hello, rest, name, wrong = _hello_for(client, data, host)
+    return prefix + hello, rest, name, wrong and f"after a HelloRetryRequest, {wrong}"
+
+
+def _size(record: bytes) -> int:
+    return int.from_bytes(record[3:5], "big")
 
 
 class _Incomplete(Exception):
@@ -508,6 +571,11 @@ def client_hello_name(data: bytes) -> str | None:
     """The server name (SNI) of the TLS ClientHello at the start of ``data``, lower case,
     or None when it names none. _Incomplete when more bytes are needed; _NotHello when
     the bytes are no ClientHello, give more than one name, or hide one (ECH)."""
+    return _parse_hello(data)[0]
+
+
+def _parse_hello(data: bytes) -> tuple[str | None, int]:
+    """:func:`client_hello_name`, and where the records holding the ClientHello end."""
     handshake = b""
     at = 0
     while len(handshake) < 4 or len(handshake) < 4 + int.from_bytes(handshake[1:4], "big"):
@@ -526,13 +594,15 @@ def client_hello_name(data: bytes) -> str | None:
             raise _NotHello("the first handshake message is no ClientHello")
         if len(handshake) >= 4 and int.from_bytes(handshake[1:4], "big") > HELLO_CAP:
             raise _NotHello("a ClientHello over 64 KiB")
-    body = _Reader(handshake[4 : 4 + int.from_bytes(handshake[1:4], "big")])
+    if len(handshake) != 4 + int.from_bytes(handshake[1:4], "big"):
+        raise _NotHello("another handshake message shares the ClientHello's record")
+    body = _Reader(handshake[4:])
     body.take(2 + 32)  # version, random
     body.take(body.number(1))  # session id
     body.take(body.number(2))  # cipher suites
     body.take(body.number(1))  # compression methods
     if body.left() == 0:
-        return None  # no extensions at all
+        return None, at  # no extensions at all
     extensions = _Reader(body.take(body.number(2)))
     seen: set[int] = set()
     name = None
@@ -545,7 +615,7 @@ def client_hello_name(data: bytes) -> str | None:
             raise _NotHello(f"{HIDDEN_NAMES[kind]} hides the server's name")
         if kind == 0:
             name = _server_name(_Reader(data_))
-    return name
+    return name, at
 
 
 def _server_name(ext: _Reader) -> str:
@@ -613,9 +683,11 @@ class _Brake:
     CUT_GRACE bytes more) may finish and be answered; the first bytes up after the answer
     began end the connection."""
 
-    def __init__(self, halted):
+    def __init__(self, halted, answered: bool = False):
         self.halted = halted
         self.down, self.down_at_cut, self.grace = 0, None, CUT_GRACE
+        if answered and halted():  # cut while the server was answering: that was the last
+            self.down_at_cut = -1
 
     def came_down(self, n: int) -> None:
         if self.down_at_cut is None and self.halted():
@@ -632,15 +704,21 @@ class _Brake:
 
 
 def _splice(
-    a: socket.socket, b: socket.socket, count=None, up: int | None = None, halt=None
+    a: socket.socket,
+    b: socket.socket,
+    count=None,
+    up: int | None = None,
+    halt=None,
+    answered: bool = False,
 ) -> None:
     """Copy bytes both ways until both directions have ended. ``count(up, down)`` is told
     of each chunk carried from ``a`` to ``b`` (up) and back; with ``up``, at most that many
     more bytes go from ``a`` to ``b`` and the rest ``a`` sends is dropped; once ``halt()``
     is true, ``a`` may finish the request it is sending and get its answer (:class:`_Brake`),
-    and what it sends after that ends both ways."""
+    and what it sends after that ends both ways (at once when the gate was cut while ``b``
+    was ``answered`` before the splice)."""
     tell = count or (lambda up, down: None)
-    brake = _Brake(halt or (lambda: False))
+    brake = _Brake(halt or (lambda: False), answered)
 
     def pump(src: socket.socket, dst: socket.socket, forward: bool, left: int | None) -> None:
         try:

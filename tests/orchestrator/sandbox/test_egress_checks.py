@@ -9,6 +9,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 
 import pytest
 
@@ -139,7 +140,7 @@ def test_a_tunnel_whose_client_hello_names_another_host_is_refused(tmp_path):
     """CONNECT to the allowed host with a ClientHello for ``other.example``: the gate
     reads the hello before it connects anywhere, answers TLS's unrecognized_name alert,
     and the allowed host receives nothing; the right name goes through byte for byte."""
-    listener = Listener()
+    listener = Listener(quiet_s=0.3)  # it never answers: the gate waits for its first bytes
     try:
         allowed = {("localhost", listener.port), ("127.0.0.1", listener.port)}
         log = tmp_path / "egress.jsonl"
@@ -252,6 +253,10 @@ def test_a_cut_gate_lets_the_request_in_flight_be_answered_then_ends_the_tunnel(
             answer = b""
             while len(answer) < 3000:
                 answer += sock.recv(65536)
+            for _ in range(200):  # the gate counts a chunk just after it sent it on
+                if gate.cut:
+                    break
+                time.sleep(0.01)
             assert gate.cut == "over the test's cap"
             sock.sendall(b"\x17\x03\x03\x00\x05next!")  # the next request: the tunnel ends
             assert sock.recv(65536) == b""
@@ -259,3 +264,68 @@ def test_a_cut_gate_lets_the_request_in_flight_be_answered_then_ends_the_tunnel(
     upstream.close()
     assert answer == b"A" * 3000 and got == [hello, b""]
     assert refused.startswith(b"HTTP/1.1 403") and b"over the test's cap" in refused
+
+
+def server_hello(retry: bool) -> bytes:
+    """The start of a TLS ServerHello: a HelloRetryRequest when ``retry``."""
+    random = egress.HELLO_RETRY if retry else bytes(range(32))
+    body = b"\x03\x03" + random + b"\x00\x13\x01\x00"
+    handshake = b"\x02" + len(body).to_bytes(3, "big") + body
+    return b"\x16\x03\x03" + len(handshake).to_bytes(2, "big") + handshake
+
+
+CCS = b"\x14\x03\x03\x00\x01\x01"
+
+
+@pytest.mark.parametrize("early", [False, True], ids=["in-turn", "sent-ahead"])
+def test_a_second_client_hello_after_a_retry_must_name_the_same_host(tmp_path, early):
+    """A server's HelloRetryRequest makes the client send a second ClientHello: one that
+    names another host is refused like a first one, whether sent in turn or ahead with
+    the first (the gate sends nothing past the first ClientHello before the server has
+    answered); the same name goes through."""
+    upstream = socket.create_server(("127.0.0.1", 0))
+    port = upstream.getsockname()[1]
+    seen: list[bytes] = []
+    first, wrong, right = (client_hello(n) for n in ("localhost", "other.example", "localhost"))
+
+    def serve():
+        for _ in range(2):
+            conn, _ = upstream.accept()
+            with conn:
+                conn.settimeout(2)
+                seen.append(conn.recv(65536))
+                conn.sendall(server_hello(retry=True))
+                got = b""
+                try:
+                    while chunk := conn.recv(65536):
+                        got += chunk
+                except OSError:
+                    pass
+                seen.append(got)
+
+    threading.Thread(target=serve, daemon=True).start()
+
+    def retried(second: bytes) -> bytes:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(str(gate.path))
+            sock.sendall(f"CONNECT localhost:{port} HTTP/1.1\r\n\r\n".encode())
+            answer = sock.recv(39)
+            sock.sendall(first + (CCS + second if early else b""))
+            answer += sock.recv(len(server_hello(True)))
+            if not early:
+                sock.sendall(CCS + second)
+            sock.shutdown(socket.SHUT_WR)
+            while chunk := sock.recv(65536):
+                answer += chunk
+        return answer
+
+    with egress.EgressGate(tmp_path / "g", {("localhost", port)}) as gate:
+        refused = retried(wrong)
+        passed = retried(right)
+    upstream.close()
+    assert refused.endswith(server_hello(True) + egress.TLS_UNRECOGNIZED_NAME)
+    assert seen == [first, b"", first, CCS + right]  # nothing of the wrong one went up
+    assert not passed.endswith(egress.TLS_UNRECOGNIZED_NAME)
+    (refusal,) = [d for d in gate.decisions if not d["allowed"]]
+    assert refusal["sni"] == "other.example" and "after a HelloRetryRequest" in refusal["reason"]
