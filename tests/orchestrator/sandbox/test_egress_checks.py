@@ -10,6 +10,7 @@ import socket
 import ssl
 import threading
 import time
+from contextlib import suppress
 
 import pytest
 
@@ -329,3 +330,50 @@ def test_a_second_client_hello_after_a_retry_must_name_the_same_host(tmp_path, e
     assert not passed.endswith(egress.TLS_UNRECOGNIZED_NAME)
     (refusal,) = [d for d in gate.decisions if not d["allowed"]]
     assert refusal["sni"] == "other.example" and "after a HelloRetryRequest" in refusal["reason"]
+
+
+def test_a_real_tls_client_completes_its_handshake_through_the_gate(tmp_path):
+    """Python's TLS client, through the gate to a TLS server on 127.0.0.1 known as
+    ``localhost``: the handshake the gate read into completes and the answer comes back,
+    the counts include it; the same client naming another host gets the gate's alert."""
+    import subprocess
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"]
+        + ["-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    server_side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_side.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve():
+        with suppress(OSError):
+            conn, _ = listener.accept()
+            with server_side.wrap_socket(conn, server_side=True) as tls:
+                tls.sendall(b"hello over TLS: " + tls.recv(100))
+
+    threading.Thread(target=serve, daemon=True).start()
+    client_side = ssl.create_default_context(cafile=str(cert))
+
+    def through(name: str) -> bytes:
+        raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        raw.settimeout(10)
+        raw.connect(str(gate.path))
+        raw.sendall(f"CONNECT localhost:{port} HTTP/1.1\r\n\r\n".encode())
+        assert raw.recv(39).startswith(b"HTTP/1.1 200")
+        with client_side.wrap_socket(raw, server_hostname=name) as tls:
+            tls.sendall(b"ping")
+            return tls.recv(100)
+
+    with egress.EgressGate(tmp_path / "g", {("localhost", port)}) as gate:
+        with pytest.raises(ssl.SSLError, match="UNRECOGNIZED_NAME"):
+            through("other.example")
+        assert through("localhost") == b"hello over TLS: ping"
+        up, down = gate.traffic()[("localhost", port)]
+    listener.close()
+    assert up > 200 and down > 500  # the handshake and the records, both ways
