@@ -17,8 +17,10 @@ registries. So a trial gets no network at all, and one way out:
   sent on, so no second request rides behind it; a tunnel's first bytes must be a TLS
   ClientHello (:func:`client_hello_name`) whose server name is the tunnel's host (none for
   an IP address) and which hides no other name (Encrypted ClientHello is refused), read
-  *before* anything is connected or sent on; a refused tunnel gets TLS's
-  ``unrecognized_name`` alert and the far host sees nothing;
+  *before* anything is connected or sent on; nothing after it goes up before the
+  server's first answer is seen, and a second ClientHello (after a HelloRetryRequest)
+  must name the same host; a refused tunnel gets TLS's ``unrecognized_name`` alert and
+  the far host sees nothing (or, for a second hello, nothing of it);
 * it **counts the bytes** it carries to and from each host (:meth:`EgressGate.traffic`),
   in cadillac's own process where the trial cannot change them: the spend books bound a
   trial's model use by them (:mod:`orchestrator.improve.spend`), and with a ``meter``
