@@ -11,16 +11,17 @@ registries. So a trial gets no network at all, and one way out:
   plain ``http://`` request is sent on with its request line in origin form and
   ``Connection: close``), and to nothing else: a refusal is ``403`` and one line;
 * it **checks what it forwards**, because one address often serves many names (a CDN's
-  edge, a shared host) and the name the server acts on is the one inside the request:
-  a plain request's ``Host`` must name the host and port it is sent to (else ``421``),
-  and only its own body (``Content-Length`` bytes; ``Transfer-Encoding`` is refused) is
-  sent on, so no second request rides behind it; a tunnel's first bytes must be a TLS
-  ClientHello (:func:`client_hello_name`) whose server name is the tunnel's host (none for
-  an IP address) and which hides no other name (Encrypted ClientHello is refused), read
-  *before* anything is connected or sent on; nothing after it goes up before the
-  server's first answer is seen, and a second ClientHello (after a HelloRetryRequest)
-  must name the same host; a refused tunnel gets TLS's ``unrecognized_name`` alert and
-  the far host sees nothing (or, for a second hello, nothing of it);
+  edge, a shared host) and the name the server acts on is the one inside the request: a
+  plain request's ``Host`` must name the host and port it is sent to (else ``421``), and
+  only its own body (``Content-Length`` bytes; ``Transfer-Encoding`` is refused) is sent
+  on, so no second request rides behind it; a tunnel's first bytes must be a TLS
+  ClientHello (read by :mod:`orchestrator.sandbox.tls_hello`) whose server name is the
+  tunnel's host (none for an IP address) and which hides no other name (Encrypted
+  ClientHello is refused), read *before* anything is connected or sent on; nothing after
+  it goes up before the server's first answer is seen, and a second ClientHello (after a
+  HelloRetryRequest) must name the same host; a refused tunnel gets TLS's
+  ``unrecognized_name`` alert and the far host sees nothing (or, for a second hello,
+  nothing of it);
 * it **counts the bytes** it carries to and from each host (:meth:`EgressGate.traffic`),
   in cadillac's own process where the trial cannot change them: the spend books bound a
   trial's model use by them (:mod:`orchestrator.improve.spend`), and with a ``meter``
@@ -45,7 +46,6 @@ those pip's and npm's configuration name). Every decision is a line of the gate'
 from __future__ import annotations
 
 import configparser
-import ipaddress
 import json
 import os
 import socket
@@ -58,6 +58,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from orchestrator.errors import CadillacError
+from orchestrator.sandbox.tls_hello import (
+    TLS_UNRECOGNIZED_NAME,
+    hello_for,
+    second_hello,
+    server_first,
+)
 
 SOCKET_ENV = "CADILLAC_EGRESS_SOCKET"
 """Names the gate's socket inside a trial; the trial's launcher starts the relay on it."""
@@ -310,7 +316,7 @@ class EgressGate:
                     self._record(host, port, method, False, reason=self.cut)
                     return _refuse(client, host, port, self.cut)
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                hello, pending, name, wrong = _hello_for(client, rest, host)
+                hello, pending, name, wrong = hello_for(client, rest, host)
                 if wrong:
                     self._record(host, port, method, False, sni=name, reason=wrong)
                     with suppress(OSError):
@@ -323,11 +329,11 @@ class EgressGate:
                 self._count(key, len(hello), 0)
                 # nothing after the ClientHello goes up before the server's answer is
                 # seen: after a HelloRetryRequest, the second ClientHello is checked too
-                first, retry = _server_first(upstream)
+                first, retry = server_first(upstream)
                 client.sendall(first)
                 self._count(key, 0, len(first))
                 if retry:
-                    hello, pending, again, wrong = _second_hello(client, pending, host)
+                    hello, pending, again, wrong = second_hello(client, pending, host)
                     if wrong or again != name:
                         why = wrong or f"the second ClientHello names {again!r}, not {name!r}"
                         self._record(host, port, method, False, sni=again, reason=why)
@@ -475,184 +481,6 @@ def _names_target(value: bytes, host: str, port: int) -> bool:
     except UnicodeDecodeError:
         return False
     return text in {_authority(host, port), f"{_authority(host, 80)}:{port}"}
-
-
-# ---------------------------------------------------------------------------- TLS
-TLS_UNRECOGNIZED_NAME = bytes([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x70])
-"""A fatal TLS alert, ``unrecognized_name``: what a tunnel to the wrong name is told."""
-HELLO_CAP = 64 * 1024
-HIDDEN_NAMES = {0xFE0D: "Encrypted ClientHello", 0xFFCE: "encrypted SNI"}
-"""ClientHello extensions that carry another server name the gate cannot read."""
-
-
-class _NotHello(Exception):
-    pass
-
-
-def _hello_for(
-    client: socket.socket, data: bytes, host: str
-) -> tuple[bytes, bytes, str | None, str]:
-    """Read a tunnel's ClientHello (``data`` is what came with the CONNECT): its bytes,
-    the bytes read after it, the server name it gives, and why it is refused ("" when it
-    is not)."""
-    name: str | None = None
-    while True:
-        try:
-            name, end = _parse_hello(data)
-            break
-        except _Incomplete:
-            if len(data) > HELLO_CAP:
-                return data, b"", None, "a ClientHello over 64 KiB"
-            try:
-                chunk = client.recv(16384)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                return data, b"", None, "the tunnel ended before its TLS ClientHello did"
-            data += chunk
-        except _NotHello as exc:
-            return data, b"", None, f"not TLS: {exc}"
-    try:
-        ipaddress.ip_address(host)
-        literal = True
-    except ValueError:
-        literal = False
-    hello, rest = data[:end], data[end:]
-    if name is None and not literal:
-        return hello, rest, None, f"the ClientHello names no server; it must name {host}"
-    if name is not None and name != host.lower().rstrip("."):
-        return hello, rest, name, f"the ClientHello names {name!r}, not {host}"
-    return hello, rest, name, ""
-
-
-HELLO_RETRY = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
-"""The ``random`` of a TLS 1.3 HelloRetryRequest: the server asks for a second ClientHello."""
-
-
-def _server_first(upstream: socket.socket) -> tuple[bytes, bool]:
-    """The server's first bytes (at least the start of its ServerHello) and whether they
-    are a HelloRetryRequest, after which the client sends a second ClientHello."""
-    data = b""
-    while len(data) < 5 + 4 + 2 + 32:
-        chunk = upstream.recv(16384)
-        if not chunk:
-            break
-        data += chunk
-    retry = data[:1] == b"\x16" and data[5:6] == b"\x02" and data[11:43] == HELLO_RETRY
-    return data, retry
-
-
-def _second_hello(
-    client: socket.socket, data: bytes, host: str
-) -> tuple[bytes, bytes, str | None, str]:
-    """The client's answer to a HelloRetryRequest: its change_cipher_spec records, if any,
-    then a second ClientHello, checked like the first (:func:`_hello_for`)."""
-    prefix = b""
-    while True:
-        while len(data) < 5 or (data[:1] == b"\x14" and len(data) < 5 + _size(data)):
-            chunk = client.recv(16384)
-            if not chunk or len(prefix) + len(data) > HELLO_CAP:
-                return prefix + data, b"", None, "the tunnel ended before its second ClientHello"
-            data += chunk
-        if data[:1] != b"\x14":
-            break
-        prefix, data = prefix + data[: 5 + _size(data)], data[5 + _size(data) :]
-    hello, rest, name, wrong = _hello_for(client, data, host)
-    return prefix + hello, rest, name, wrong and f"after a HelloRetryRequest, {wrong}"
-
-
-def _size(record: bytes) -> int:
-    return int.from_bytes(record[3:5], "big")
-
-
-class _Incomplete(Exception):
-    pass
-
-
-def client_hello_name(data: bytes) -> str | None:
-    """The server name (SNI) of the TLS ClientHello at the start of ``data``, lower case,
-    or None when it names none. _Incomplete when more bytes are needed; _NotHello when
-    the bytes are no ClientHello, give more than one name, or hide one (ECH)."""
-    return _parse_hello(data)[0]
-
-
-def _parse_hello(data: bytes) -> tuple[str | None, int]:
-    """:func:`client_hello_name`, and where the records holding the ClientHello end."""
-    handshake = b""
-    at = 0
-    while len(handshake) < 4 or len(handshake) < 4 + int.from_bytes(handshake[1:4], "big"):
-        if len(data) > at and data[at] != 0x16:
-            raise _NotHello("the first bytes are no TLS handshake record")
-        if len(data) < at + 5:
-            raise _Incomplete
-        kind, major, size = data[at], data[at + 1], int.from_bytes(data[at + 3 : at + 5], "big")
-        if kind != 0x16 or major != 3 or not 0 < size <= 16384 + 2048:
-            raise _NotHello("the first bytes are no TLS handshake record")
-        if len(data) < at + 5 + size:
-            raise _Incomplete
-        handshake += data[at + 5 : at + 5 + size]
-        at += 5 + size
-        if handshake[:1] != b"\x01":
-            raise _NotHello("the first handshake message is no ClientHello")
-        if len(handshake) >= 4 and int.from_bytes(handshake[1:4], "big") > HELLO_CAP:
-            raise _NotHello("a ClientHello over 64 KiB")
-    if len(handshake) != 4 + int.from_bytes(handshake[1:4], "big"):
-        raise _NotHello("another handshake message shares the ClientHello's record")
-    body = _Reader(handshake[4:])
-    body.take(2 + 32)  # version, random
-    body.take(body.number(1))  # session id
-    body.take(body.number(2))  # cipher suites
-    body.take(body.number(1))  # compression methods
-    if body.left() == 0:
-        return None, at  # no extensions at all
-    extensions = _Reader(body.take(body.number(2)))
-    seen: set[int] = set()
-    name = None
-    while extensions.left():
-        kind, data_ = extensions.number(2), extensions.take(extensions.number(2))
-        if kind in seen:
-            raise _NotHello(f"extension {kind} twice")
-        seen.add(kind)
-        if kind in HIDDEN_NAMES:
-            raise _NotHello(f"{HIDDEN_NAMES[kind]} hides the server's name")
-        if kind == 0:
-            name = _server_name(_Reader(data_))
-    return name, at
-
-
-def _server_name(ext: _Reader) -> str:
-    names = _Reader(ext.take(ext.number(2)))
-    found = []
-    while names.left():
-        kind, value = names.number(1), names.take(names.number(2))
-        if kind != 0:
-            raise _NotHello(f"a server name of type {kind}")
-        try:
-            found.append(value.decode("ascii").lower().rstrip("."))
-        except UnicodeDecodeError:
-            raise _NotHello("a server name that is not ASCII") from None
-    if len(found) != 1 or not found[0]:
-        raise _NotHello("the server_name extension must hold exactly one name")
-    return found[0]
-
-
-class _Reader:
-    """Reads a TLS structure front to back; _NotHello when it ends early."""
-
-    def __init__(self, data: bytes):
-        self.data, self.at = data, 0
-
-    def left(self) -> int:
-        return len(self.data) - self.at
-
-    def take(self, n: int) -> bytes:
-        if n > self.left():
-            raise _NotHello("a ClientHello cut short")
-        self.at += n
-        return self.data[self.at - n : self.at]
-
-    def number(self, size: int) -> int:
-        return int.from_bytes(self.take(size), "big")
 
 
 def _refuse(client: socket.socket, host: str, port: int, why: str = "") -> None:

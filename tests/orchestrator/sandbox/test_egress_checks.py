@@ -14,7 +14,7 @@ from contextlib import suppress
 
 import pytest
 
-from orchestrator.sandbox import egress
+from orchestrator.sandbox import egress, tls_hello
 from tests.fakes.openai_server import FakeOpenAI
 from tests.orchestrator.sandbox.test_egress import ask, completion_request, port_of
 
@@ -179,25 +179,25 @@ def test_a_tunnel_whose_client_hello_names_another_host_is_refused(tmp_path):
 
 def test_the_client_hello_parser_reads_one_name_and_refuses_hidden_ones():
     hello = client_hello("api.example.com")
-    assert egress.client_hello_name(hello) == "api.example.com"
-    assert egress.client_hello_name(client_hello(None)) is None
+    assert tls_hello.client_hello_name(hello) == "api.example.com"
+    assert tls_hello.client_hello_name(client_hello(None)) is None
     # the handshake split over two records, as a large ClientHello may be
     handshake = hello[5:]
     split = b"".join(
         b"\x16\x03\x01" + len(part).to_bytes(2, "big") + part
         for part in (handshake[:100], handshake[100:])
     )
-    assert egress.client_hello_name(split) == "api.example.com"
-    with pytest.raises(egress._Incomplete):
-        egress.client_hello_name(split[:-1])
+    assert tls_hello.client_hello_name(split) == "api.example.com"
+    with pytest.raises(tls_hello.Incomplete):
+        tls_hello.client_hello_name(split[:-1])
     ech = with_extension(hello, 0xFE0D, b"\x00" * 40)
-    with pytest.raises(egress._NotHello, match="Encrypted ClientHello"):
-        egress.client_hello_name(ech)
+    with pytest.raises(tls_hello.NotHello, match="Encrypted ClientHello"):
+        tls_hello.client_hello_name(ech)
     two = b"\x00\x0b\x00\x09other.com"
-    with pytest.raises(egress._NotHello, match="twice"):
-        egress.client_hello_name(with_extension(hello, 0, len(two).to_bytes(2, "big") + two))
-    with pytest.raises(egress._NotHello, match="no TLS"):
-        egress.client_hello_name(b"GET / HTTP/1.1\r\n")
+    with pytest.raises(tls_hello.NotHello, match="twice"):
+        tls_hello.client_hello_name(with_extension(hello, 0, len(two).to_bytes(2, "big") + two))
+    with pytest.raises(tls_hello.NotHello, match="no TLS"):
+        tls_hello.client_hello_name(b"GET / HTTP/1.1\r\n")
 
 
 def test_the_gate_counts_the_bytes_each_way_per_host(tmp_path):
