@@ -58,6 +58,19 @@ class TaskStats(BaseModel):
     """Mean seconds per build."""
 
 
+class GateSpend(BaseModel):
+    """What an improve trial's traffic to its model's hosts says it spent, as the egress
+    gate (in cadillac's own process) counted it: the bytes, and the tokens and cost they
+    stand for (the rule: :mod:`orchestrator.improve.spend`)."""
+
+    v: int = 1
+    bytes_up: int = 0
+    bytes_down: int = 0
+    tokens: int = 0
+    cost_usd: float | None = None
+    """None: no model of the trial has a known price."""
+
+
 class MatrixResults(BaseModel):
     v: int = 1
     id: str
@@ -79,6 +92,12 @@ class MatrixResults(BaseModel):
     """Where the builds' run folders are, when not the home's runs/ (an improve trial's)."""
     stopped_because: str = ""
     """Why builds were left unstarted (a spend cap), when some were."""
+    claimed_cost_usd: float | None = None
+    claimed_tokens: int | None = None
+    """An improve trial's own report of its spend (the candidate's claim), kept beside ``gate``
+    when ``cost_usd`` and ``tokens`` are what the books charged."""
+    gate: GateSpend | None = None
+    """An improve trial's spend as its egress gate counted it (None: no gate)."""
 
     def scores_by_task(self, split: str | None = None) -> dict[str, list[float]]:
         """task id -> scores in repeat order (optionally one split only)."""

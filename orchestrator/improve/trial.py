@@ -14,7 +14,10 @@ trusted with the judge. So:
   registries alone, through an egress gate in this process
   (:mod:`orchestrator.sandbox.egress`; its decisions in the trial's ``egress.jsonl``). Its
   environment holds only the variables the builder model needs
-  (:func:`orchestrator.llm.keys.provider_env`);
+  (:func:`orchestrator.llm.keys.provider_env`). The spend a trial reports is its own claim:
+  the books charge the larger of it and what the gate counted
+  (:mod:`orchestrator.improve.spend`), read from the gate in this process, never from a
+  file of the trial's;
 * the trial's builds are then **scored by this process** (the code the cycle started
   with: the baseline's), with the hidden checks the trial never saw
   (:func:`orchestrator.bench.scoring.score_build`). The candidate's code builds; it never
@@ -44,13 +47,14 @@ from typing import Protocol
 
 from pydantic import ValidationError
 
-from orchestrator.bench.results import NOT_BUILT, MatrixResults, TaskRun, summarise
+from orchestrator.bench.results import NOT_BUILT, GateSpend, MatrixResults, TaskRun, summarise
 from orchestrator.bench.scoring import score_build
 from orchestrator.bench.tasks import MatrixTask, load_matrix
 from orchestrator.build.runs import RunSummary, TaskRecord, new_run_id
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import NO_PLUGINS_ENV
+from orchestrator.improve import spend
 from orchestrator.llm.backends import is_builtin
 from orchestrator.llm.client import LLMConfig
 from orchestrator.llm.keys import provider_env
@@ -232,6 +236,8 @@ class SandboxedMatrix:
             if path.is_file()
         }
         """The memory and budgets as they stood when the cycle began: every trial starts there."""
+        self.model_hosts: set[egress.Host] = set()
+        """The models' hosts among them: the traffic the gate's spend figure counts."""
         self.egress = self._egress_hosts()
         """The hosts a trial may reach through the gate; None: no gate (no network at all,
         or, without a sandbox, the host's)."""
@@ -245,20 +251,27 @@ class SandboxedMatrix:
 
         litellm = litellm_module()
         endpoints = [(e.model, e.api_base) for e in self.llm.endpoints() if not is_builtin(e.model)]
-        hosts = egress.model_hosts(endpoints, lambda model: provider_of(litellm, model))
-        return hosts | egress.registry_hosts()
+        self.model_hosts = egress.model_hosts(endpoints, lambda model: provider_of(litellm, model))
+        return self.model_hosts | egress.registry_hosts()
 
     @contextmanager
-    def _way_out(self, trial: Path) -> Iterator[tuple[bool, dict[str, str], list[Path]]]:
-        """(network, environment, writable folders) of a trial: the host's network only
-        without a sandbox; else none, and a gate to the allowed hosts when there are any."""
+    def _way_out(
+        self, trial: Path, round: RoundSpec
+    ) -> Iterator[tuple[bool, dict[str, str], list[Path], egress.EgressGate | None]]:
+        """(network, environment, writable folders, gate) of a trial: the host's network
+        only without a sandbox; else none, and a gate to the allowed hosts when there are,
+        which stops the model traffic at the round's caps."""
         if self.egress is None:
-            yield self._needs_network(), {}, []
+            yield self._needs_network(), {}, [], None
             return
         folder = egress.socket_folder()
+        meter = spend.Meter.of(
+            self.model_hosts, self._models(), round.max_cost_usd, round.max_tokens
+        )
+        log = trial / "egress.jsonl"
         try:
-            with egress.EgressGate(folder, self.egress, log=trial / "egress.jsonl") as gate:
-                yield False, {egress.SOCKET_ENV: str(gate.path)}, [folder]
+            with egress.EgressGate(folder, self.egress, log=log, meter=meter) as gate:
+                yield False, {egress.SOCKET_ENV: str(gate.path)}, [folder], gate
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -273,7 +286,7 @@ class SandboxedMatrix:
         public, home = trial / "matrix", trial / "home"
         self._public_matrix(public)
         self._frozen_home(home)
-        with self._way_out(trial) as (network, gate_env, gate_dirs):
+        with self._way_out(trial, round) as (network, gate_env, gate_dirs, gate):
             done = run_command(
                 self._command(public, home, round),
                 trial,
@@ -285,6 +298,8 @@ class SandboxedMatrix:
                 writable=gate_dirs,
                 stop=self.stop,
             )
+            counted = None if gate is None else self._gate_spend(gate)
+            cut = "" if gate is None else gate.cut
         (trial / "trial.log").write_text(done.for_model(), encoding="utf-8")
         if done.stopped:  # killed outright: its builds could not say so themselves
             mark_interrupted(home)
@@ -294,12 +309,23 @@ class SandboxedMatrix:
             raise CadillacError(
                 f"the {label} matrix run left no results: {done.for_model()[-400:]}"
             )
-        if claimed.stopped_because:
+        if claimed.stopped_because or cut:  # the trial's own cap, or the gate's
             claimed.runs = [r for r in claimed.runs if r.status not in NOT_BUILT]
-            raise CapReached(f"the {label} round stopped early: {claimed.stopped_because}", claimed)
+            spend.charge(claimed, counted)
+            why = claimed.stopped_because or cut
+            raise CapReached(f"the {label} round stopped early: {why}", claimed)
         results = self._judge(claimed, home, trial, round)
+        spend.charge(results, counted)
         results.runs_dir = str(home / "runs")
         return results
+
+    def _gate_spend(self, gate: egress.EgressGate) -> GateSpend:
+        """What the gate counted of the trial's traffic to its models' hosts."""
+        return spend.gate_spend(gate.traffic(), self.model_hosts, self._models())
+
+    def _models(self) -> list[str]:
+        """The models a trial reaches over the network (the priced ones, if any)."""
+        return [e.model for e in self.llm.endpoints() if not is_builtin(e.model)]
 
     # ------------------------------------------------------------------ the trial
     def _public_matrix(self, public: Path) -> None:

@@ -33,3 +33,19 @@ def cap_warning(models: list[str], max_cost: float | None, max_tokens: int | Non
         f"the price of {', '.join(unknown)} is unknown, so --max-cost {max_cost:g} cannot stop "
         "its spending; give --max-tokens as well"
     )
+
+
+def highest_prices(models: list[str]) -> tuple[float, float] | None:
+    """The highest price per input token and per output token among ``models`` (USD), from
+    litellm's cost map; None when none of them has a price."""
+    found = []
+    for model in dict.fromkeys(models):
+        if not price_known(model):
+            continue
+        info = litellm_module().get_model_info(model)
+        found.append(
+            (info.get("input_cost_per_token") or 0.0, info.get("output_cost_per_token") or 0.0)
+        )
+    if not found:
+        return None
+    return max(p for p, _ in found), max(p for _, p in found)

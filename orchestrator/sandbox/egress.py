@@ -10,6 +10,26 @@ registries. So a trial gets no network at all, and one way out:
   open a connection to a host and port it was given (``CONNECT host:port`` for HTTPS; a
   plain ``http://`` request is sent on with its request line in origin form and
   ``Connection: close``), and to nothing else: a refusal is ``403`` and one line;
+* it **checks what it forwards**, because one address often serves many names (a CDN's
+  edge, a shared host) and the name the server acts on is the one inside the request: a
+  plain request's ``Host`` must name the host and port it is sent to (else ``421``), and
+  only its own body (``Content-Length`` bytes; ``Transfer-Encoding`` is refused) is sent
+  on, so no second request rides behind it; a tunnel's first bytes must be a TLS
+  ClientHello (read by :mod:`orchestrator.sandbox.tls_hello`) whose server name is the
+  tunnel's host (none for an IP address) and which hides no other name (Encrypted
+  ClientHello is refused), read *before* anything is connected or sent on; nothing after
+  it goes up before the server's first answer is seen, and a second ClientHello (after a
+  HelloRetryRequest) must name the same host; a refused tunnel gets TLS's
+  ``unrecognized_name`` alert and the far host sees nothing (or, for a second hello,
+  nothing of it);
+* it **counts the bytes** it carries to and from each host (:meth:`EgressGate.traffic`),
+  in cadillac's own process where the trial cannot change them: the spend books bound a
+  trial's model use by them (:mod:`orchestrator.improve.spend`), and with a ``meter``
+  the gate itself stops carrying traffic to the metered hosts once their bytes pass its
+  cap (:attr:`EgressGate.cut` says why): a new connection to them is refused, and an
+  open one may finish the request it is sending and get its answer, then what it sends
+  next closes it; so an honest build's last call ends cleanly and the overrun is at most
+  one request (CUT_GRACE bytes) and its answer per open connection;
 * inside, before the trial's code is imported, a **relay** (:func:`start_relay`)
   listens on the sandbox's own loopback and carries each connection to the gate's socket,
   and ``HTTPS_PROXY``/``HTTP_PROXY`` name it, so litellm (httpx), pip, npm, cargo and go
@@ -38,6 +58,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from orchestrator.errors import CadillacError
+from orchestrator.sandbox.tls_hello import (
+    TLS_UNRECOGNIZED_NAME,
+    hello_for,
+    second_hello,
+    server_first,
+)
 
 SOCKET_ENV = "CADILLAC_EGRESS_SOCKET"
 """Names the gate's socket inside a trial; the trial's launcher starts the relay on it."""
@@ -180,9 +206,12 @@ def socket_folder() -> Path:
 
 class EgressGate:
     """An HTTP proxy on a Unix socket that connects only to ``allowed`` (see the module
-    docstring); a context manager. ``decisions`` and the ``log`` file say what was asked."""
+    docstring); a context manager. ``decisions`` and the ``log`` file say what was asked.
 
-    def __init__(self, folder: Path, allowed: Iterable[Host], log: Path | None = None):
+    ``meter``, when given, has ``hosts`` (those it meters) and ``over(up, down)``: why the
+    bytes so far to and from them pass a cap ("" while they do not)."""
+
+    def __init__(self, folder: Path, allowed: Iterable[Host], log: Path | None = None, meter=None):
         self.folder = Path(folder)
         self.path = self.folder / SOCKET_NAME
         self.allowed = {(h.lower(), int(p)) for h, p in allowed}
@@ -192,6 +221,35 @@ class EgressGate:
         self._server: socket.socket | None = None
         self._closing = threading.Event()
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._bytes: dict[Host, list[int]] = {}
+        self.meter = meter
+        self.cut = ""
+        """Why the gate stopped carrying traffic to the metered hosts ("" while it has not)."""
+
+    def traffic(self) -> dict[Host, tuple[int, int]]:
+        """Bytes sent to and received from each host so far: ``{(host, port): (up, down)}``,
+        counted where the tunnel's or request's bytes cross the gate (TLS records, headers
+        and all)."""
+        with self._lock:
+            return {host: (up, down) for host, (up, down) in self._bytes.items()}
+
+    def _count(self, host: Host, up: int, down: int) -> None:
+        """Count bytes carried; once the meter says the metered hosts passed its cap, the
+        gate is ``cut`` (said once in the log)."""
+        metered = self.meter is not None and host in self.meter.hosts
+        with self._lock:
+            counts = self._bytes.setdefault(host, [0, 0])
+            counts[0] += up
+            counts[1] += down
+            if not metered or self.cut:
+                return
+            sums = [v for h, v in self._bytes.items() if h in self.meter.hosts]
+            self.cut = self.meter.over(sum(v[0] for v in sums), sum(v[1] for v in sums))
+        if self.cut:
+            self._record(host[0], host[1], "cut", False, reason=self.cut)
+
+    def _metered_and_cut(self, host: str, port: int) -> bool:
+        return bool(self.cut) and (host.lower(), port) in self.meter.hosts
 
     def __enter__(self) -> EgressGate:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -226,9 +284,13 @@ class EgressGate:
                 continue
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
-    def _decide(self, host: str, port: int, method: str) -> bool:
-        allowed = (host.lower(), port) in self.allowed
+    def _allowed(self, host: str, port: int) -> bool:
+        return (host.lower(), port) in self.allowed
+
+    def _record(self, host: str, port: int, method: str, allowed: bool, **more) -> bool:
+        """One decision: kept in ``decisions`` and appended to the log; returns ``allowed``."""
         record = {"ts": time.time(), "host": host, "port": port, "method": method}
+        record.update(more)
         record["allowed"] = allowed
         with self._lock:
             self.decisions.append(record)
@@ -247,24 +309,77 @@ class EgressGate:
             if method == "CONNECT":
                 host, _, port_text = target.rpartition(":")
                 host, port = host.strip("[]"), _port(port_text)
-                if not self._decide(host, port, method):
+                if not self._allowed(host, port):
+                    self._record(host, port, method, False)
                     return _refuse(client, host, port)
-                upstream = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
+                if self._metered_and_cut(host, port):
+                    self._record(host, port, method, False, reason=self.cut)
+                    return _refuse(client, host, port, self.cut)
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                if rest:
-                    upstream.sendall(rest)
+                hello, pending, name, wrong = hello_for(client, rest, host)
+                if wrong:
+                    self._record(host, port, method, False, sni=name, reason=wrong)
+                    with suppress(OSError):
+                        client.sendall(TLS_UNRECOGNIZED_NAME)
+                    return None
+                self._record(host, port, method, True, sni=name)
+                key = (host.lower(), port)
+                upstream = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
+                upstream.sendall(hello)
+                self._count(key, len(hello), 0)
+                # nothing after the ClientHello goes up before the server's answer is
+                # seen: after a HelloRetryRequest, the second ClientHello is checked too
+                first, retry = server_first(upstream)
+                client.sendall(first)
+                self._count(key, 0, len(first))
+                if retry:
+                    hello, pending, again, wrong = second_hello(client, pending, host)
+                    if wrong or again != name:
+                        why = wrong or f"the second ClientHello names {again!r}, not {name!r}"
+                        self._record(host, port, method, False, sni=again, reason=why)
+                        with suppress(OSError):
+                            client.sendall(TLS_UNRECOGNIZED_NAME)
+                        return None
+                    pending = hello + pending
+                if pending:
+                    upstream.sendall(pending)
+                    self._count(key, len(pending), 0)
+                body, answered = None, bool(first)
             else:
                 found = host_of(target)
                 if found is None or not target.startswith("http://"):
                     raise _BadRequest("only CONNECT and absolute http:// requests")
                 host, port = found
-                if not self._decide(host, port, method):
+                if not self._allowed(host, port):
+                    self._record(host, port, method, False)
                     return _refuse(client, host, port)
+                if self._metered_and_cut(host, port):
+                    self._record(host, port, method, False, reason=self.cut)
+                    return _refuse(client, host, port, self.cut)
+                request, body = _forwarded(method, target, version, fields, host, port)
+                if isinstance(request, _Misdirected):
+                    self._record(host, port, method, False, reason=str(request))
+                    with suppress(OSError):
+                        client.sendall(_answer(421, f"egress gate: {request}"))
+                    return None
+                self._record(host, port, method, True)
                 upstream = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
-                upstream.sendall(_origin_form(method, target, version, fields) + rest)
+                sent = request + rest[:body]
+                upstream.sendall(sent)
+                self._count((host, port), len(sent), 0)
+                body -= len(rest[:body])
+                answered = False
             client.settimeout(None)
             upstream.settimeout(None)
-            _splice(client, upstream)
+            key = (host.lower(), port)
+            _splice(
+                client,
+                upstream,
+                count=lambda up, down: self._count(key, up, down),
+                up=body,
+                halt=lambda: self._metered_and_cut(*key),
+                answered=answered,
+            )
         except _BadRequest as exc:
             with suppress(OSError):
                 client.sendall(_answer(400, f"egress gate: {exc}"))
@@ -310,45 +425,154 @@ def _port(text: str) -> int:
     return int(text)
 
 
-def _origin_form(method: str, target: str, version: str, fields: bytes) -> bytes:
-    """The request as the origin server takes it: its path, its own headers, one request."""
+class _Misdirected(str):
+    """Why a plain request names another host than the one it is sent to (``421``)."""
+
+
+def _forwarded(
+    method: str, target: str, version: str, fields: bytes, host: str, port: int
+) -> tuple[bytes | _Misdirected, int]:
+    """The request as the origin server takes it (its path, its own headers, one request)
+    and how many body bytes follow it; a :class:`_Misdirected` when its ``Host`` names
+    another host, _BadRequest when the gate cannot tell where it ends."""
+    if version not in ("HTTP/1.0", "HTTP/1.1"):
+        raise _BadRequest(f"not HTTP/1.x ({version[:16]!r})")
     parts = urlsplit(target)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    kept = [
-        f
-        for f in fields.split(b"\r\n")
-        if f and not f.lower().startswith((b"proxy-", b"connection:", b"keep-alive:"))
-    ]
+    kept, names, length = [], [], 0
+    for field in fields.split(b"\r\n"):
+        if not field:
+            continue
+        name, colon, value = field.partition(b":")
+        if not colon or not name or name != name.strip() or field[:1] in (b" ", b"\t"):
+            raise _BadRequest("a header line that is not 'name: value'")
+        lower, value = name.lower(), value.strip()
+        if lower.startswith((b"proxy-", b"connection", b"keep-alive")):
+            continue
+        if lower == b"transfer-encoding":
+            raise _BadRequest("a request body without Content-Length is not carried")
+        if lower == b"content-length":
+            if b"content-length" in names or not value.isdigit():
+                raise _BadRequest("one Content-Length, a number, is needed")
+            length = int(value)
+        if lower == b"host":
+            if b"host" in names:
+                raise _BadRequest("more than one Host header")
+            if not _names_target(value, host, port):
+                shown = value.decode("ascii", "replace")[:80]
+                return _Misdirected(f"Host {shown!r} is not {host}:{port}, where it is sent"), 0
+        names.append(lower)
+        kept.append(field)
+    if b"host" not in names:
+        kept.insert(0, f"Host: {_authority(host, port)}".encode("ascii"))
     lines = [f"{method} {path} {version}".encode("ascii"), *kept, b"Connection: close"]
-    return b"\r\n".join(lines) + b"\r\n\r\n"
+    return b"\r\n".join(lines) + b"\r\n\r\n", length
 
 
-def _refuse(client: socket.socket, host: str, port: int) -> None:
+def _authority(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port == 80 else f"{shown}:{port}"
+
+
+def _names_target(value: bytes, host: str, port: int) -> bool:
+    """Whether a Host header's value names ``host:port`` (the port may be left out for 80)."""
+    try:
+        text = value.decode("ascii").lower()
+    except UnicodeDecodeError:
+        return False
+    return text in {_authority(host, port), f"{_authority(host, 80)}:{port}"}
+
+
+def _refuse(client: socket.socket, host: str, port: int, why: str = "") -> None:
+    text = f"{host}:{port}: {why}" if why else f"{host}:{port} is not an allowed host"
     with suppress(OSError):
-        client.sendall(_answer(403, f"egress gate: {host}:{port} is not an allowed host"))
+        client.sendall(_answer(403, f"egress gate: {text}"))
 
 
 def _answer(status: int, text: str) -> bytes:
-    reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 503: "Busy"}[status]
+    reason = {
+        400: "Bad Request",
+        403: "Forbidden",
+        421: "Misdirected Request",
+        502: "Bad Gateway",
+        503: "Busy",
+    }[status]
     body = (text + "\n").encode("utf-8", "replace")
     head = f"HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain\r\n"
     head += f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     return head.encode("ascii") + body
 
 
-def _splice(a: socket.socket, b: socket.socket) -> None:
-    """Copy bytes both ways until both directions have ended."""
+CUT_GRACE = 256 * 1024
+"""Bytes a connection may still send up once its gate is cut, to finish the request it is
+sending: it gets the answer, and the next bytes it sends after that end it."""
 
-    def pump(src: socket.socket, dst: socket.socket) -> None:
-        with suppress(OSError):
+
+class _Brake:
+    """One connection's way up once the gate is cut: the request in flight (at most
+    CUT_GRACE bytes more) may finish and be answered; the first bytes up after the answer
+    began end the connection."""
+
+    def __init__(self, halted, answered: bool = False):
+        self.halted = halted
+        self.down, self.down_at_cut, self.grace = 0, None, CUT_GRACE
+        if answered and halted():  # cut while the server was answering: that was the last
+            self.down_at_cut = -1
+
+    def came_down(self, n: int) -> None:
+        if self.down_at_cut is None and self.halted():
+            self.down_at_cut = self.down
+        self.down += n
+
+    def may_go_up(self, n: int) -> bool:
+        if not self.halted():
+            return True
+        if self.down_at_cut is None:
+            self.down_at_cut = self.down
+        self.grace -= n
+        return self.grace >= 0 and self.down == self.down_at_cut
+
+
+def _splice(
+    a: socket.socket,
+    b: socket.socket,
+    count=None,
+    up: int | None = None,
+    halt=None,
+    answered: bool = False,
+) -> None:
+    """Copy bytes both ways until both directions have ended. ``count(up, down)`` is told
+    of each chunk carried from ``a`` to ``b`` (up) and back; with ``up``, at most that many
+    more bytes go from ``a`` to ``b`` and the rest ``a`` sends is dropped; once ``halt()``
+    is true, ``a`` may finish the request it is sending and get its answer (:class:`_Brake`),
+    and what it sends after that ends both ways (at once when the gate was cut while ``b``
+    was ``answered`` before the splice)."""
+    tell = count or (lambda up, down: None)
+    brake = _Brake(halt or (lambda: False), answered)
+
+    def pump(src: socket.socket, dst: socket.socket, forward: bool, left: int | None) -> None:
+        try:
             while chunk := src.recv(65536):
-                dst.sendall(chunk)
+                if left is not None:
+                    chunk, left = chunk[:left], left - len(chunk[:left])
+                if forward and not brake.may_go_up(len(chunk)):  # both ways end now
+                    for sock in (a, b):
+                        with suppress(OSError):
+                            sock.shutdown(socket.SHUT_RDWR)
+                    return
+                if chunk:
+                    dst.sendall(chunk)
+                    tell(*((len(chunk), 0) if forward else (0, len(chunk))))
+                if not forward:  # after tell: an answer that makes the cut is one after it
+                    brake.came_down(len(chunk))
+        except OSError:
+            pass
         with suppress(OSError):
             dst.shutdown(socket.SHUT_WR)
 
-    other = threading.Thread(target=pump, args=(b, a), daemon=True)
+    other = threading.Thread(target=pump, args=(b, a, False, None), daemon=True)
     other.start()
-    pump(a, b)
+    pump(a, b, True, up)
     other.join()
 
 

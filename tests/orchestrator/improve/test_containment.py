@@ -321,3 +321,48 @@ def test_a_trial_with_a_real_provider_reaches_that_provider_and_nothing_else(hom
     decisions = [json.loads(x) for x in (trial / "egress.jsonl").read_text().splitlines()]
     assert {d["port"] for d in decisions if not d["allowed"]} == {port}
     assert all(d["allowed"] for d in decisions if d["port"] != port)
+
+
+def test_a_trial_that_reports_no_spend_is_charged_what_its_gate_counted(home, repo, tmp_path):
+    """A patched build loop that reports 0 tokens and 0 USD for every build, with a priced
+    model reached through the egress gate: the gate's count (the bytes to the model's host
+    at its prices) reaches the round's share of ``--max-cost`` and the gate stops the
+    model traffic mid-round; the round stops, the books charge the gate's figure, the
+    round's record shows the claim beside it, and no later round starts."""
+    from orchestrator.improve.rounds import Books, Rounds
+    from orchestrator.improve.trial import CapReached, SandboxedMatrix
+    from tests.fakes.improve_policies import sentence_builder
+
+    agent = repo / "orchestrator" / "build" / "agent.py"
+    honest = "s.tokens_in, s.tokens_out, s.cost_usd = t.tokens_in, t.tokens_out, t.cost_usd"
+    assert honest in agent.read_text()
+    lie = "s.tokens_in, s.tokens_out, s.cost_usd = 0, 0, 0.0"
+    agent.write_text(agent.read_text().replace(honest, lie))
+    small = Path(__file__).resolve().parents[2] / "fixtures" / "matrix_small"
+    policy = lambda body: sentence_builder(body["messages"], body.get("tools"))  # noqa: E731
+    cap = 0.0005
+    with FakeOpenAI(policy) as server:
+        llm = LLMConfig(model="openai/gpt-4o-mini", api_base=server.api_base, api_key="sk-x")
+        runner = SandboxedMatrix(Home(home), small, llm, jobs=1)
+        books = Books(max_cost_usd=cap)
+        rounds = Rounds(runner, tmp_path / "iter-1", repo, None, "spend:0", books)
+        with pytest.raises(CapReached, match="egress gate's count"):
+            rounds("survey", 2, False)
+        asked = len(server.requests)
+        assert books.cost_usd >= cap and books.tokens > 0, (books, asked)
+        with pytest.raises(CapReached, match="spend cap of 0.0005 USD was reached"):
+            rounds("screen", 1, False)
+        assert len(server.requests) == asked  # no build started past the cap
+    record = json.loads((tmp_path / "iter-1" / "rounds" / "survey-baseline.json").read_text())
+    assert (record["claimed_cost_usd"], record["claimed_tokens"]) == (0.0, 0)  # the claim
+    gate = record["gate"]
+    assert gate["bytes_up"] > 1000 * asked and gate["bytes_down"] > 100 * asked
+    assert record["cost_usd"] == gate["cost_usd"] == books.cost_usd
+    assert record["tokens"] == gate["tokens"] == books.tokens
+    decisions = [
+        json.loads(x)
+        for x in (tmp_path / "iter-1" / "survey-baseline-trial" / "egress.jsonl")
+        .read_text()
+        .splitlines()
+    ]
+    assert [d["method"] for d in decisions].count("cut") == 1
