@@ -84,7 +84,7 @@ def repo_build(tmp_path):
 
 def filters(marker: Path) -> dict[str, str]:
     """The configuration naming each program, as a ``.git/config`` section."""
-    run = f"sh -c 'touch {marker}; cat'"
+    run = f"sh -c 'touch {marker} && cat'"
     return {
         "clean": f'[filter "evil"]\n\tclean = {run}\n',
         "smudge": f'[filter "evil"]\n\tsmudge = {run}\n\tclean = cat\n',
@@ -101,10 +101,16 @@ NESTED = ["clean", "process", "fsmonitor"]
 
 @pytest.mark.parametrize("kind", NESTED)
 def test_a_nested_repository_runs_nothing_when_cadillac_commits(folder, tmp_path, kind):
+    """The nested repository is there for two phases' commits and the patch: none of
+    them enters it (once a gitlink is recorded, a status or diff would)."""
     source, workspace = folder
     marker = tmp_path / "marker"
-    nested_repo(workspace / "vendor" / "lib", filters(marker)[kind])
-    head = sources.commit(source, workspace, "a phase")
+    lib = nested_repo(workspace / "vendor" / "lib", filters(marker)[kind])
+    sources.commit(source, workspace, "a phase")
+    os.utime(lib / "data.txt", (2, 2))
+    (workspace / "app.py").write_text("print('next phase')\n")
+    head = sources.commit(source, workspace, "the next phase")
+    sources.write_patch(source, workspace, tmp_path / "changes.patch")
     assert not marker.exists()
     assert head != source.base
     tracked = run_git("ls-files", "-s", where=[f"--git-dir={source.git_dir}"])
@@ -124,14 +130,18 @@ def test_what_the_guard_removes_is_said(folder, tmp_path):
 
 @pytest.mark.parametrize("kind", NESTED)
 def test_a_nested_repository_runs_nothing_when_a_resume_restores(folder, tmp_path, kind):
+    """A phase committed the nested repository; the next one stopped half way; the
+    resume takes the workspace back to that commit without entering the repository."""
     source, workspace = folder
     marker = tmp_path / "marker"
-    nested_repo(workspace / "sub", filters(marker)[kind])
+    sub = nested_repo(workspace / "sub", filters(marker)[kind])
+    sources.commit(source, workspace, "a phase")
+    os.utime(sub / "data.txt", (2, 2))
     (workspace / "app.py").write_text("half written\n")
     lost = sources.restore(source, workspace)
     assert not marker.exists()
     assert "app.py" in lost and (workspace / "app.py").read_text() == "print('hello')\n"
-    assert not (workspace / "sub").exists()  # made since the last commit: discarded
+    assert (workspace / "sub" / "data.txt").exists() and not (workspace / "sub" / ".git").exists()
 
 
 def test_a_gitlink_in_the_index_with_a_git_file_pointing_elsewhere_runs_nothing(folder, tmp_path):
@@ -142,6 +152,8 @@ def test_a_gitlink_in_the_index_with_a_git_file_pointing_elsewhere_runs_nothing(
     elsewhere = nested_repo(tmp_path / "elsewhere", filters(marker)["clean"])
     sha = plain(elsewhere, "rev-parse", "HEAD")
     (workspace / "sub").mkdir()
+    (workspace / "sub" / "data.txt").write_text("the model's data\n")
+    (workspace / "sub" / ".gitattributes").write_text("* filter=evil\n")
     (workspace / "sub" / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")
     where = [f"--git-dir={source.git_dir}", f"--work-tree={workspace}"]
     subprocess.run(
@@ -165,6 +177,8 @@ def test_a_git_file_pointing_elsewhere_is_not_followed_by_a_commit(folder, tmp_p
     (workspace / "pkg" / ".gitattributes").write_text("* filter=evil\n")
     (workspace / "pkg" / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")
     sources.commit(source, workspace, "a phase")
+    os.utime(workspace / "pkg" / "data.txt", (2, 2))  # the same, touched: to be hashed again
+    sources.commit(source, workspace, "the next phase")
     sources.write_patch(source, workspace, tmp_path / "changes.patch")
     assert not marker.exists()
     assert "pkg/data.txt" in sources.changed_files(source, workspace)
