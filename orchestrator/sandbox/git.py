@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from orchestrator.errors import CadillacError
-from orchestrator.sandbox.files import remove_tree
+from orchestrator.sandbox.files import read_regular, remove_tree, write_regular
 
 GIT_TIMEOUT_S = 120
 AUTHOR = ("cadillac", "cadillac@localhost")
@@ -239,7 +239,7 @@ class WorkTree:
             remove_tree(self.path / rel)
         if self.linked and not self._pointer_intact():
             remove_tree(self.path / ".git")
-            (self.path / ".git").write_text(f"gitdir: {self.git_dir}\n", encoding="utf-8")
+            write_regular(self.path / ".git", f"gitdir: {self.git_dir}\n".encode())
             removed.append(".git")  # put back as cadillac made it
         for link in self._new_gitlinks():
             run_git("update-index", "--force-remove", "--", link, **self._how())
@@ -252,13 +252,11 @@ class WorkTree:
         return removed
 
     def _pointer_intact(self) -> bool:
-        top = self.path / ".git"
-        if top.is_symlink() or not top.is_file():
-            return False
         try:
-            return top.read_text(encoding="utf-8").strip() == f"gitdir: {self.git_dir}"
-        except (OSError, UnicodeDecodeError):
+            found = read_regular(self.path / ".git", limit=4096)  # never through a link
+        except OSError:
             return False
+        return found.strip() == f"gitdir: {self.git_dir}".encode()
 
     def _new_gitlinks(self) -> list[str]:
         staged = run_git("ls-files", "-s", "-z", **self._how())
