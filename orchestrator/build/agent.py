@@ -554,7 +554,11 @@ class Builder:
             return []
         from orchestrator.build import source as sources
 
-        return sources.restore(self.source, self.run.workspace)
+        return sources.restore(self.source, self.run.workspace, said=self._git_guard_said)
+
+    def _git_guard_said(self, text: str) -> None:
+        """What the git guard removed from the workspace before running git, as an event."""
+        self.emit("git_guard", text=text)
 
     def _unchanged_deps(self) -> PhaseSummary | None:
         """An enhance build whose dependency files are as they were, and whose plan does not
@@ -579,7 +583,9 @@ class Builder:
     def _record_change(self, result: PhaseSummary) -> None:
         """Commit what the phase changed on the build's branch; rewrite changes.patch."""
         message = f"cadillac {self.run.id} {result.phase}: {result.finish_summary or result.check}"
-        head = sources.commit(self.source, self.run.workspace, message[:300])
+        head = sources.commit(
+            self.source, self.run.workspace, message[:300], said=self._git_guard_said
+        )
         stat = sources.write_patch(self.source, self.run.workspace, self.run.patch_path)
         self.summary.branch = self.source.branch
         self.summary.changed = sources.changed_files(self.source, self.run.workspace)

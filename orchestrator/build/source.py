@@ -20,10 +20,12 @@ from its start, so :func:`restore` first takes the workspace back to the last co
 files stay).
 
 The workspace is the model's, and a model can write a ``.git`` file or folder of its own
-there, whose configuration could name commands git would run. So cadillac never lets
-git discover a repository in the workspace: every git command here names the git
-directory found before the model ran (``--git-dir``, ``--work-tree``), with hooks and
-the file-system monitor switched off and no system or global configuration.
+there (a nested repository whose configuration names a filter, a ``.git`` file pointing
+elsewhere), or a ``.gitattributes`` naming drivers. So every git command here goes
+through :mod:`orchestrator.sandbox.git` (outside the improve cycle's reach): a command on
+the workspace names the git directory found before the model ran, after the guard
+removed every nested ``.git`` and new gitlink, with no driver, hook or submodule that
+could run a program.
 
 ``apply`` brings a passed build's change into the user's tree: a fast-forward of the
 checked-out branch when it is still at the commit the build started from and its tree is
@@ -33,8 +35,7 @@ when none of the files it touches changed since the copy.
 
 from __future__ import annotations
 
-import os
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -42,13 +43,14 @@ from pydantic import BaseModel
 
 from orchestrator.errors import CadillacError
 from orchestrator.sandbox.files import copy_tree
+from orchestrator.sandbox.git import GitError, WorkTree, git, status_paths
 from orchestrator.sandbox.installs import ENV_DIRS
 
 CADILLAC_FILES = ("plan.json", "PLAN.md")
 """cadillac's own records in a workspace: never part of the change."""
 COPY_SKIP = frozenset({".git", *ENV_DIRS, "__pycache__", ".pytest_cache", ".mypy_cache"})
-AUTHOR = ("cadillac", "cadillac@localhost")
-GIT_TIMEOUT_S = 120
+__all__ = ["GitError", "Source", "apply", "changed_files", "commit", "prepare", "restore"]
+Said = Callable[[str], None] | None
 
 
 class Source(BaseModel):
@@ -68,52 +70,12 @@ class Source(BaseModel):
     """Files of a copied folder that were not copied (links, special files, oversized)."""
 
 
-class GitError(CadillacError):
-    """A git command cadillac needed failed; the message has git's own words."""
-
-
-def _env() -> dict[str, str]:
-    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
-    env = {k: v for k, v in os.environ.items() if k in keep}
-    env.update(
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_TERMINAL_PROMPT="0",
-        GIT_AUTHOR_NAME=AUTHOR[0],
-        GIT_AUTHOR_EMAIL=AUTHOR[1],
-        GIT_COMMITTER_NAME=AUTHOR[0],
-        GIT_COMMITTER_EMAIL=AUTHOR[1],
-    )
-    return env
-
-
-SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=", "-c", "commit.gpgsign=false")
-
-
-def git(*args: str, cwd: Path | None = None, check: bool = True) -> str:
-    """Run git with hooks and the file-system monitor off; its output, or GitError."""
-    try:
-        done = subprocess.run(
-            ["git", *SAFE, *args],
-            cwd=cwd,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise GitError(f"git {args[0]} could not run: {exc}") from None
-    if check and done.returncode != 0:
-        raise GitError(f"git {' '.join(args[:2])} failed: {done.stderr.strip()[-400:]}")
-    return done.stdout
-
-
 def repository_of(path: Path) -> Path | None:
     """The top of the git repository ``path`` is, when ``path`` is one's top; else None."""
     if not (path / ".git").exists():
         return None
     try:
-        top = git("-C", str(path), "rev-parse", "--show-toplevel").strip()
+        top = git("rev-parse", "--show-toplevel", repo=path).strip()
     except GitError:
         return None
     return Path(top).resolve() if Path(top).resolve() == path.resolve() else None
@@ -124,9 +86,9 @@ def prepare(path: Path, workspace: Path, run_dir: Path, run_id: str, parent: str
     branch = f"cadillac/{run_id}"
     repo = None if parent else repository_of(path)
     if repo is not None:
-        base = git("-C", str(repo), "rev-parse", "--verify", "HEAD^{commit}").strip()
-        git("-C", str(repo), "worktree", "add", "-q", "-b", branch, str(workspace), base)
-        git_dir = git("-C", str(workspace), "rev-parse", "--absolute-git-dir").strip()
+        base = git("rev-parse", "--verify", "HEAD^{commit}", repo=repo).strip()
+        git("worktree", "add", "-q", "-b", branch, str(workspace), base, repo=repo)
+        git_dir = git("rev-parse", "--absolute-git-dir", repo=workspace).strip()
         return Source(kind="git", path=str(repo), git_dir=git_dir, base=base, branch=branch)
     workspace.rmdir()  # made empty with the run; the copy makes it again
     copied = copy_tree(path, workspace, skip_dirs=COPY_SKIP)
@@ -134,7 +96,7 @@ def prepare(path: Path, workspace: Path, run_dir: Path, run_id: str, parent: str
         for name in CADILLAC_FILES:
             (workspace / name).unlink(missing_ok=True)
     git_dir = run_dir / "git"
-    git(f"--git-dir={git_dir}", "init", "-q", "-b", branch)
+    git("init", "-q", "-b", branch, where=[f"--git-dir={git_dir}"])
     source = Source(
         kind="run" if parent else "folder",
         path=str(path),
@@ -148,9 +110,9 @@ def prepare(path: Path, workspace: Path, run_dir: Path, run_id: str, parent: str
     return source
 
 
-def _git(source: Source, workspace: Path, *args: str, check: bool = True) -> str:
-    where = (f"--git-dir={source.git_dir}", f"--work-tree={workspace}")
-    return git(*where, *args, cwd=workspace, check=check)
+def _tree(source: Source, workspace: Path, said: Said = None) -> WorkTree:
+    """The workspace as git sees it: every command guarded (see orchestrator.sandbox.git)."""
+    return WorkTree(source.git_dir, workspace, said=said)
 
 
 def _excluded() -> list[str]:
@@ -159,32 +121,31 @@ def _excluded() -> list[str]:
     ]
 
 
-def commit(source: Source, workspace: Path, message: str, allow_empty: bool = False) -> str:
+def commit(
+    source: Source, workspace: Path, message: str, allow_empty: bool = False, said: Said = None
+) -> str:
     """Commit what changed in ``workspace`` (cadillac's own files left out); the new head.
-    Nothing changed: no commit, the current head."""
-    _git(source, workspace, "add", "-A", "--", ".", *_excluded())
-    staged = _git(source, workspace, "diff", "--cached", "--name-only")
-    if staged.strip() or allow_empty:
-        _git(source, workspace, "commit", "-q", "--no-verify", "--allow-empty", "-m", message)
-    return _git(source, workspace, "rev-parse", "HEAD").strip()
+    Nothing changed: no commit, the current head. ``said`` hears what the guard removed."""
+    tree = _tree(source, workspace, said)
+    tree.git("add", "-A", "--", ".", *_excluded())
+    staged = tree.git("diff", "--cached", "--name-only", "-z")
+    if staged.strip("\0") or allow_empty:
+        tree.git("commit", "-q", "--no-verify", "--allow-empty", "-m", message)
+    return tree.git("rev-parse", "HEAD").strip()
 
 
-def restore(source: Source, workspace: Path) -> list[str]:
+def restore(source: Source, workspace: Path, said: Said = None) -> list[str]:
     """Take ``workspace`` back to its last commit: tracked files as committed, files made
     since removed (environments, caches and cadillac's own files kept). Returns the paths
     that were changed or made since, as they were discarded."""
-    changed = _git(source, workspace, "status", "-z", "--porcelain", "--untracked-files=no", "--")
+    tree = _tree(source, workspace, said)
+    changed = tree.git("status", "-z", "--porcelain", "--untracked-files=no", "--")
     keep = [*CADILLAC_FILES, *ENV_DIRS, "__pycache__"]
     exclude = [arg for name in keep for arg in ("-e", name)]
-    made = _git(source, workspace, "clean", "-n", "-d", *exclude, "--")
-    _git(source, workspace, "reset", "-q", "--hard", "HEAD")
-    _git(source, workspace, "clean", "-q", "-f", "-d", *exclude, "--")
-    lost, entries = [], iter(changed.split("\0"))
-    for entry in entries:  # "XY path"; a rename or copy is followed by its old path alone
-        if entry:
-            lost.append(entry[3:])
-            if "R" in entry[:2] or "C" in entry[:2]:
-                next(entries, None)
+    made = tree.git("clean", "-n", "-d", *exclude, "--")
+    tree.git("reset", "-q", "--hard", "HEAD")
+    tree.git("clean", "-q", "-f", "-d", *exclude, "--")
+    lost = status_paths(changed)
     lost += [line.removeprefix("Would remove ") for line in made.splitlines() if line]
     return sorted(set(lost))
 
@@ -192,45 +153,48 @@ def restore(source: Source, workspace: Path) -> list[str]:
 def write_patch(source: Source, workspace: Path, out: Path) -> str:
     """The whole change since the start, as a patch ``git apply`` takes; also written to
     ``out``. Returns the patch's ``--stat`` summary."""
-    patch = _git(source, workspace, "diff", "--binary", f"{source.base}..HEAD")
-    out.write_text(patch, encoding="utf-8")
-    return _git(source, workspace, "diff", "--stat", f"{source.base}..HEAD").strip()
+    tree = _tree(source, workspace)
+    patch = tree.git("diff", "--binary", f"{source.base}..HEAD")
+    out.write_text(patch, encoding="utf-8", errors="surrogateescape")
+    return tree.git("diff", "--stat", f"{source.base}..HEAD").strip()
 
 
 def changed_files(source: Source, workspace: Path) -> list[str]:
     """The files the committed change touches, relative to the project."""
-    names = _git(source, workspace, "diff", "--name-only", f"{source.base}..HEAD")
-    return [n for n in names.splitlines() if n]
+    names = _tree(source, workspace).git("diff", "--name-only", "-z", f"{source.base}..HEAD")
+    return [n for n in names.split("\0") if n]
 
 
 def apply(source: Source, workspace: Path, patch: Path) -> str:
     """Bring the change into the user's tree (see the module docstring); what was done."""
     target = Path(source.path)
     if source.kind == "git":
-        dirty = git("-C", str(target), "status", "--porcelain", "--untracked-files=no")
+        dirty = git("status", "--porcelain", "--untracked-files=no", repo=target)
         if dirty.strip():
             raise CadillacError(
                 f"{target} has uncommitted changes: commit or stash them, then apply "
                 f"the branch {source.branch} (or {patch}) yourself"
             )
-        head = git("-C", str(target), "rev-parse", "HEAD").strip()
+        head = git("rev-parse", "HEAD", repo=target).strip()
         if head == source.base:
-            git("-C", str(target), "merge", "-q", "--ff-only", source.branch)
+            git("merge", "-q", "--ff-only", source.branch, repo=target)
             return f"fast-forwarded {target} to {source.branch}"
-        git("-C", str(target), "apply", "--check", str(patch))
-        git("-C", str(target), "apply", str(patch))
+        git("apply", "--check", str(patch), repo=target)
+        git("apply", str(patch), repo=target)
         return f"applied {patch.name} to {target} (its HEAD moved since the build began)"
+    tree = _tree(source, workspace)
     for name in changed_files(source, workspace):
         found = target / name
         if not found.exists() and not found.is_symlink():
             continue  # a file the change adds (git apply refuses one that appeared since)
-        original = _git(source, workspace, "show", f"{source.base}:{name}", check=False)
-        if found.is_symlink() or not found.is_file() or found.read_bytes() != original.encode():
+        original = tree.run("cat-file", "blob", f"{source.base}:{name}", check=False, binary=True)
+        if found.is_symlink() or not found.is_file() or found.read_bytes() != original:
             raise CadillacError(
                 f"{found} changed since cadillac copied {target}: apply {patch} yourself"
             )
-    _git(source, target, "apply", "--check", str(patch))
-    _git(source, target, "apply", str(patch))
+    user = (f"--git-dir={source.git_dir}", f"--work-tree={target}")  # the user's folder: no guard
+    git("apply", "--check", str(patch), where=user, cwd=target)
+    git("apply", str(patch), where=user, cwd=target)
     return f"applied {patch.name} to {target}"
 
 
@@ -239,5 +203,5 @@ def discard(source: Source, workspace: Path) -> None:
     if source.kind != "git":
         return
     repo = Path(source.path)
-    git("-C", str(repo), "worktree", "remove", "--force", str(workspace), check=False)
-    git("-C", str(repo), "branch", "-D", source.branch, check=False)
+    git("worktree", "remove", "--force", str(workspace), repo=repo, check=False)
+    git("branch", "-D", source.branch, repo=repo, check=False)

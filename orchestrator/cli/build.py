@@ -336,22 +336,14 @@ def _improve_live(home: Home) -> set[Path]:
 
 
 def _improve_lock_held(repo: Path) -> bool:
-    import subprocess
-
     from orchestrator.build.runs import lock_held
+    from orchestrator.sandbox.git import GitError, git
 
     try:
-        done = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "--git-common-dir"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):
+        common = git("rev-parse", "--git-common-dir", repo=repo, timeout=30).strip()
+    except GitError:  # no repository there any more: no cycle can run on it
         return False
-    if done.returncode != 0:  # no repository there any more: no cycle can run on it
-        return False
-    return lock_held((repo / done.stdout.strip()).resolve() / "cadillac-improve.lock")
+    return lock_held((repo / common).resolve() / "cadillac-improve.lock")
 
 
 def _improve_row(folder: Path, row: dict, live: set[Path]) -> None:

@@ -5,12 +5,15 @@ separate checkout of the repository, on a new branch (a trial) or detached (the
 baseline), removed on exit; its branch is deleted unless the trial was kept. One improve
 cycle at a time per repository: :func:`cycle_lock` holds a lock in the repository's git
 folder, and a second cycle is refused with a clear error.
+
+Every git command goes through :mod:`orchestrator.sandbox.git`; one on a worktree (which a
+trial's sandboxed commands could write) names the worktree's git directory, recorded
+when it was made, and is guarded (no nested ``.git``, no new gitlink, no driver).
 """
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -18,30 +21,28 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from orchestrator.errors import CadillacError
+from orchestrator.sandbox import git as safe
+from orchestrator.sandbox.git import GitError, status_paths
 
-GIT_IDENTITY = ["-c", "user.name=cadillac improve", "-c", "user.email=cadillac@localhost"]
+IDENTITY = ("cadillac improve", "cadillac@localhost")
+TIMEOUT_S = 300
 
 
 def git(repo: Path, *args: str, check: bool = True, strip: bool = True) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *GIT_IDENTITY, *args], capture_output=True, text=True, timeout=300
-    )
-    if check and done.returncode != 0:
-        raise CadillacError(f"git {' '.join(args)} failed: {done.stderr.strip()[:300]}")
-    return done.stdout.strip() if strip else done.stdout
+    """git in the repository (cadillac's own checkout), through the safe runner."""
+    out = safe.git(*args, repo=repo, check=check, identity=IDENTITY, timeout=TIMEOUT_S)
+    return out.strip() if strip else out
 
 
 def repo_root(path: Path) -> Path:
     """The top of the git checkout holding ``path``; CadillacError when there is none."""
-    done = subprocess.run(
-        ["git", "-C", str(path), "rev-parse", "--show-toplevel"], capture_output=True, text=True
-    )
-    if done.returncode != 0:
+    try:
+        return Path(git(path, "rev-parse", "--show-toplevel"))
+    except GitError:
         raise CadillacError(
             f"{path} is not a git checkout: improve patches a repository "
             "(clone cadillac with git, or pass --repo PATH)"
-        )
-    return Path(done.stdout.strip())
+        ) from None
 
 
 def cycle_lock(repo: Path) -> FileLock:
@@ -62,14 +63,10 @@ def files_at(repo: Path, commit: str) -> Callable[[str], str | None]:
     """A reader of the repository's files as of ``commit``: text, or None when absent."""
 
     def read(path: str) -> str | None:
-        done = subprocess.run(
-            ["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True
-        )
-        if done.returncode != 0:
-            return None
         try:
-            return done.stdout.decode("utf-8")
-        except UnicodeDecodeError:
+            data = safe.run_git("cat-file", "blob", f"{commit}:{path}", repo=repo, binary=True)
+            return bytes(data).decode("utf-8")
+        except (GitError, UnicodeDecodeError):
             return None
 
     return read
@@ -88,27 +85,35 @@ class Worktree:
         where = ["-b", branch] if branch else ["--detach"]
         git(repo, "worktree", "add", "-q", *where, str(self.path), base)
         self.keep_branch = False
+        git_dir = git(self.path, "rev-parse", "--absolute-git-dir")  # before anything ran in it
+        self.tree = safe.WorkTree(git_dir, self.path, identity=IDENTITY)
+        """Every later command: with the recorded git directory, guarded."""
+
+    def _git(self, *args: str, strip: bool = True) -> str:
+        out = self.tree.git(*args)
+        return out.strip() if strip else out
 
     def diff(self, files: list[str]) -> str:
         """The uncommitted change to ``files`` (a proposal edits files that exist)."""
-        return git(self.path, "diff", "--", *files)
+        return self._git("diff", "--", *files)
 
     def changed_besides(self, files: list[str]) -> list[str]:
-        """Paths changed, added or removed in the worktree other than ``files``."""
-        status = git(self.path, "status", "--porcelain", "--untracked-files=all", "-z", strip=False)
-        changed = [entry[3:] for entry in status.split("\0") if entry]
-        return sorted(p for p in changed if p not in files)
+        """Paths changed, added or removed in the worktree other than ``files`` (what the
+        guard removed counts too: a nested ``.git`` is a change)."""
+        status = self._git("status", "--porcelain", "--untracked-files=all", "-z", strip=False)
+        changed = status_paths(status) + self.tree.removed
+        return sorted({p for p in changed if p not in files})
 
     def commit(self, message: str, files: list[str]) -> str:
         """Commit exactly ``files``; the commit's id."""
-        git(self.path, "add", "--", *files)
-        git(self.path, "commit", "-q", "-m", message, "--", *files)
+        self._git("add", "--", *files)
+        self._git("commit", "-q", "-m", message, "--", *files)
         self.keep_branch = True
-        return git(self.path, "rev-parse", "HEAD")
+        return self._git("rev-parse", "HEAD")
 
     def show(self, commit: str) -> str:
         """The diff a commit made."""
-        return git(self.path, "show", "--format=", "--patch", commit)
+        return self._git("show", "--format=", "--patch", commit)
 
     def close(self) -> None:
         git(self.repo, "worktree", "remove", "--force", str(self.path), check=False)

@@ -2,8 +2,9 @@
 
 Only ``IndexConfig.history`` is ever asked, never the indexed tree by default: a model's
 workspace could hold a ``.git/config`` naming commands git would run (``core.fsmonitor``,
-hooks, pagers). Even for a trusted folder, git runs with the system and global
-configuration off, fsmonitor and hooks disabled, no terminal prompt, and a timeout.
+hooks, pagers). Even for a trusted folder, git runs through cadillac's one safe runner
+(:mod:`orchestrator.sandbox.git`: no system or global configuration, no hooks, drivers
+or fsmonitor, no terminal prompt) with a timeout.
 Of the last ``git_commits`` commits, those touching at most ``max_commit_files`` files
 count; a pair of indexed files changed together at least ``min_cochange`` times is a
 ``cochange`` relation weighted by that count. Any failure of git gives no relations.
@@ -11,41 +12,31 @@ count; a pair of indexed files changed together at least ``min_cochange`` times 
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections import Counter
 from itertools import combinations
 from pathlib import Path
 
 from orchestrator.index.records import IndexConfig, Relation
+from orchestrator.sandbox.git import GitError, run_git
 
 COMMIT_MARK = "\x1ecommit"  # what --format=%x1ecommit prints before each commit
-SETTINGS = (
-    "core.fsmonitor= core.hooksPath=/dev/null core.quotepath=off diff.external= "
-    "log.showSignature=false"
-).split()
-SAFE_GIT = tuple(arg for setting in SETTINGS for arg in ("-c", setting))
 LOG = ("log", "--no-color", "--no-renames", "--relative", "--name-only", "--format=%x1ecommit")
-SAFE_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_OPTIONAL_LOCKS": "0",
-}
 
 
 def git_log(history: Path, config: IndexConfig) -> str | None:
     """The names of the files of the last commits, or None when git fails."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | SAFE_ENV
-    command = ["git", "-C", str(history), *SAFE_GIT, *LOG, "-n", str(config.git_commits)]
     try:
-        run = {"capture_output": True, "stdin": subprocess.DEVNULL, "env": env}
-        done = subprocess.run(command, timeout=config.git_timeout, check=False, **run)
-    except (OSError, subprocess.SubprocessError):
+        out = run_git(
+            *LOG,
+            "-n",
+            str(config.git_commits),
+            repo=history,
+            binary=True,
+            timeout=config.git_timeout,
+        )
+    except GitError:
         return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.decode("utf-8", "replace")
+    return bytes(out).decode("utf-8", "replace")
 
 
 def commits(log: str) -> list[list[str]]:

@@ -72,6 +72,22 @@ def git_planter(messages, tools):
     return _with(messages, tools, [{"name": "run", "arguments": {"command": command}}])
 
 
+def nested_repo_planter(messages, tools):
+    """Also makes a repository of its own inside the workspace (``vendor/lib``, one commit),
+    then gives its ``.git/config`` a clean filter its ``.gitattributes`` names, which would
+    touch the file named by CADILLAC_TEST_MARKER if the host's git ever entered it."""
+    marker = os.environ["CADILLAC_TEST_MARKER"]
+    command = (
+        "mkdir -p vendor/lib && cd vendor/lib && git init -q && echo data > data.txt && "
+        "echo '* filter=evil' > .gitattributes && git add -A && "
+        "git -c user.name=m -c user.email=m@m commit -qm nested && "
+        f"printf 'touch {marker}\\ncat\\n' > evil.sh && "
+        "printf '[filter \"evil\"]\\n\\tclean = sh evil.sh\\n' >> .git/config && "
+        "touch -d @1 data.txt"
+    )
+    return _with(messages, tools, [{"name": "run", "arguments": {"command": command}}])
+
+
 def link_planter(messages, tools):
     """Also turns the tracked ``tests`` folder into a link to the host folder named by
     CADILLAC_TEST_HOST and leaves a second link to it, for whatever cadillac later does to

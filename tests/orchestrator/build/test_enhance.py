@@ -150,6 +150,25 @@ def test_a_planted_git_folder_runs_nothing_on_the_host(home, user_repo, tmp_path
     assert mode == "120000"  # committed as a link, never followed
 
 
+def test_a_nested_repository_with_a_filter_runs_nothing_on_the_host(
+    home, user_repo, tmp_path, monkeypatch
+):
+    """The model's command makes a repository inside the workspace whose own config names a
+    clean filter; the commits after the next phases never enter it: its ``.git`` is removed
+    before git runs (said in the events) and its files are committed as files."""
+    marker = tmp_path / "the-host-ran-it"
+    monkeypatch.setenv("CADILLAC_TEST_MARKER", str(marker))
+    code, summary = enhance(home, user_repo, "nested_repo_planter")
+    assert code == 0 and summary["status"] == "passed", summary["reason"]
+    assert not marker.exists()
+    branch = summary["branch"]
+    listed = git(user_repo, "ls-tree", "-r", branch, "vendor/lib").splitlines()
+    assert listed and all(line.startswith("100644 blob") for line in listed), listed
+    run = home / "runs" / summary["run_id"]
+    said = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+    assert any(e["kind"] == "git_guard" and "vendor/lib/.git" in e["data"]["text"] for e in said)
+
+
 def test_a_plain_folder_is_copied_and_its_change_applied_only_onto_what_was_copied(
     home, tmp_path, capsys
 ):
