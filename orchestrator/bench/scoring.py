@@ -31,9 +31,14 @@ judge (a copy, a fresh environment, read-only checks, no network) does not depen
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import os
 import secrets
+import shlex
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -54,6 +59,10 @@ from orchestrator.sandbox.venvs import make_venv
 from phases.base import PlanError, load_plan
 
 RUNNER = Path(__file__).resolve().parent / "acceptance_runner.py"
+JUDGE_FILES = (RUNNER, RUNNER.with_name("judge_rpc.py"))
+JUDGE_PYTHON = Path(sys.executable).resolve()
+"""The judge runs on cadillac's own interpreter (the one the project's environment links
+to), with ``-I -S``: nothing of the environment's ``site-packages`` runs in it."""
 SKIP_DIRS = frozenset(
     {
         ".venv",
@@ -141,18 +150,27 @@ def score_build(
     last.mkdir()
     canaries = Canaries.new()
     (last / canaries.file).write_text(canaries.source(), encoding="utf-8")
-    runner = folder / "runner.py"
-    shutil.copy(RUNNER, runner)
+    judge = folder / "judge"
+    judge.mkdir()
+    for source in JUDGE_FILES:
+        shutil.copy(source, judge / source.name)
+    key = secrets.token_hex(32)
+    key_file = _hand_key(project, key)
+    argv = [
+        JUDGE_PYTHON, "-I", "-S", judge / RUNNER.name,
+        "--python", project / ".venv" / "bin" / "python",
+        "--key-file", key_file, checks, last,
+    ]  # fmt: skip
     result = run_command(
-        f"python {runner} {checks} {last}",
+        shlex.join(map(str, argv)),
         project,
         executor,
         timeout_s=CHECKS_TIMEOUT_S,
         path_prefix=[project / ".venv" / "bin"],
         env=project_env(project),
-        visible=[checks, last, runner],
+        visible=[checks, last, judge],
     )
-    report = _last_report(result.output)
+    report = _last_report(result.output, key)
     if report is None:
         why = f"the acceptance runner printed no result: {result.for_model()[-300:]}"
         return Score(verdict="broken", failures=why, skipped=copied.skipped)
@@ -203,12 +221,31 @@ def _set_up(
     return ""
 
 
-def _last_report(output: str) -> dict | None:
+def _hand_key(project: Path, key: str) -> Path:
+    """The run's secret, in a new file of a random name the runner removes before any
+    project code runs: a result line signed with it can only come from the runner."""
+    path = project / f".cadillac-judge-{secrets.token_hex(8)}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o644)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(key)
+    return path
+
+
+def _last_report(output: str, key: str) -> dict | None:
+    """The runner's signed result line; lines anything else printed (forgeries) are not."""
     for line in reversed(output.strip().splitlines()):
         try:
-            report = json.loads(line)
+            signed = json.loads(line)
         except ValueError:
             continue
+        if not (isinstance(signed, dict) and isinstance(signed.get("report"), str)):
+            continue
+        text, mac = signed["report"], str(signed.get("judge", ""))
+        expected = hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(mac, expected):
+            continue
+        report = json.loads(text)
         if isinstance(report, dict) and isinstance(report.get("total"), int):
             return report
     return None
