@@ -69,6 +69,11 @@ NEVER_EXPORTED = (
 )
 
 
+CLASSES: dict[tuple, type] = {}
+"""The local class made for each remote exception class, shared by every child a run starts,
+so ``except CalcError`` still catches it from the next child."""
+
+
 class ChildGone(BaseException):
     """The project's process ended, broke the protocol or was killed; what was pending fails."""
 
@@ -183,7 +188,6 @@ class Peer:
         self.exports: dict[int, object] = {}
         self.export_ids: dict[int, int] = {}
         self.proxies: dict[int, Proxy] = {}
-        self.classes: dict[tuple, type] = {}
         self.seq = 0
         self.depth = 0
         self.dead = ""
@@ -458,7 +462,7 @@ class Peer:
         if found is not None:
             return found
         key = (module, qualname)
-        made = self.classes.get(key)
+        made = CLASSES.get(key)
         if made is None:
             parents = tuple(self.exception_class(b) for b in bases[:8]) or (Exception,)
             namespace = {
@@ -475,7 +479,7 @@ class Peer:
                     break
                 except TypeError:
                     continue
-            self.classes[key] = made
+            CLASSES[key] = made
         return made
 
     def _real_class(self, module: str, qualname: str) -> type | None:
