@@ -331,6 +331,8 @@ class Peer:
             return value
         if kind is float:
             return value if math.isfinite(value) else {"f": repr(value)}
+        if kind is ProxyModule and "_j_root" in value.__dict__:
+            value, kind = value.__dict__["_j_root"], Proxy  # the project's module itself
         if kind is Proxy:
             if _live(value) is not self:
                 raise ChildGone("an object of the project's process that ended")
@@ -650,7 +652,7 @@ class ProxyModule(types.ModuleType):
     """A module of the project (or a package it installed) as the judge sees it."""
 
     def __getattr__(self, name: str):
-        if name.startswith("__") and name.endswith("__"):
+        if name == "_j_root" or "_j_root" not in self.__dict__:  # still being imported
             raise AttributeError(name)
         return self.__dict__["_j_root"].__getattr__(name)
 
@@ -696,7 +698,12 @@ def _doctest(obj):
     return sum(len(t.examples) for t in tests), runner.failures
 
 
-HELPERS = {"asyncio_server": _asyncio_server, "doctest": _doctest}
+def _differing(first, second, names):
+    """The names whose attributes are not the same object in ``first`` and ``second``."""
+    return [name for name in names if getattr(first, name) is not getattr(second, name)]
+
+
+HELPERS = {"asyncio_server": _asyncio_server, "doctest": _doctest, "differing": _differing}
 """Work a check cannot do through proxies, done in the child on its behalf."""
 
 
