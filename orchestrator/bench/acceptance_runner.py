@@ -2,27 +2,50 @@
 
 A benchmark task is scored by the share of its acceptance checks that pass on the built
 project. The scorer (:mod:`orchestrator.bench.scoring`) runs this script from the
-project's folder with the Python of a fresh environment holding the project's declared
-dependencies (``python runner.py CHECKS``), because the checks must import the project
-exactly as its users would.
+project's folder, in the sandbox, on cadillac's own interpreter with ``-I -S``
+(``python -I -S runner.py --python .venv/bin/python --key-file KEY CHECKS...``).
 
 What this module decides, and why:
 
-* Standard library only, Python 3.9 and later: the project's environment is whatever the
-  build made it, and may lack pytest. Checks are pytest-style plain ``test_*`` functions
-  (passing means returning without raising, so bare ``assert`` works) or
-  ``unittest.TestCase`` methods; each function and each method is one check. Skipped
-  tests are left out of the total; a failing subtest fails its method.
+* **No project code runs in this process.** This is the judge: the checks, their
+  assertions, the tally and the result line live here, and it imports the standard
+  library only (``-I -S``: no ``site``, no ``.pth``, no ``PYTHONPATH``). A module a check
+  imports that is not the standard library, or that the project's root defines, is a
+  proxy (:class:`ProjectFinder`, :mod:`judge_rpc`): attributes, calls and operators on it
+  are answered by a child process, started with the project's interpreter (``--python``,
+  also ``sys.executable`` for the checks that run the project's command line), which
+  imports the real code and sends back plain data. A check that must do there what a
+  proxy cannot (an asyncio server on the project's loop, a doctest run, object identity)
+  asks a helper: ``from cadillac_judge import in_project``. So a project cannot patch the
+  runner, its tally or its assertions: they are in a process it never ran in.
+* **The child cannot reach this process.** Before the child starts, this process makes
+  itself not dumpable (``prctl(PR_SET_DUMPABLE, 0)``), so no process of the sandbox's
+  user may ptrace it or open its ``/proc/<pid>/mem``, ``fd/`` or ``environ``; the child
+  gets ``/dev/null`` for its standard streams and no descriptor of ours but its two pipes.
+  A child that exits, crashes, garbles the protocol or outlives a check's time limit fails
+  the check it was in (:class:`Judge`), even one that swallowed the error; the next
+  check gets a fresh child, and what was imported by name is found again there.
+* **Only this process can sign the result.** ``--key-file`` names a file holding the
+  scorer's secret; it is read and removed before any project code runs, and the result
+  line carries the report's HMAC under it. Any process of the sandbox can write to the
+  scorer's pipe (through ``/proc/1/fd/1``, bubblewrap's own descriptor), so a line without
+  the right HMAC is somebody else's and the scorer ignores it. Without a key (a direct
+  run) the line is the bare report.
+* Checks are pytest-style plain ``test_*`` functions (passing means returning without
+  raising, so bare ``assert`` works) or ``unittest.TestCase`` methods; each function and
+  each method is one check. Skipped tests are left out of the total; a failing subtest
+  fails its method. Python 3.9 and later, standard library only.
 * A test file that fails to import is one failed check, ``<file>::import``: one broken
   file costs its share and no more, and the error says why.
 * Every check has a time limit (``signal`` timer, main thread on Unix; elsewhere none), so a
   hung server or an endless loop fails one check instead of the whole run.
-* What the checks print goes to a buffer (and file descriptor 1 to ``/dev/null``, for the
-  subprocesses they start), so the JSON line is the last line of stdout and nothing else
-  writes after it. The checks see ``sys.argv`` without our arguments, so a ``main()`` that
-  parses ``sys.argv`` by default sees none, and each check starts in the workspace root.
+* What the checks print, and what the child prints while it answers, goes to a buffer
+  (and file descriptor 1 to ``/dev/null``, for the subprocesses they start), so the
+  result line is the last line this process writes. The checks see ``sys.argv`` without
+  our arguments, and each check starts in the workspace root.
 * Exit status: 0 when every check passed, 1 when one failed or none were found (an empty
-  folder means a broken task, not a perfect build), 2 when the folder does not exist.
+  folder means a broken task, not a perfect build), 2 when the folder does not exist, 3
+  when the judge cannot take its key or protect itself.
 """
 
 from __future__ import annotations

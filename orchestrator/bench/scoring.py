@@ -9,24 +9,25 @@ So a build is scored elsewhere, from scratch:
 2. a fresh virtual environment is made there from cadillac's own interpreter, and the
    dependency files the plan declares are installed into it by cadillac's own install
    commands (:mod:`orchestrator.sandbox.installs`);
-3. the hidden checks and the standard-library runner are copied into the scoring folder
-   beside the project, not into it, and are bound read-only into the sandbox: the
-   project's code cannot change them;
+3. the hidden checks and the judge (the standard-library runner and its wire to the
+   project) are copied into the scoring folder beside the project, not into it, and are
+   bound read-only into the sandbox: the project's code cannot change them;
 4. two checks are added under random names (:class:`Canaries`), run after all the hidden
-   checks (so after the project's code was imported and could have meddled): one that
-   must pass and one that must fail;
-5. the runner runs in the sandbox, without the network, from the project's folder.
+   checks: one that must pass and one that must fail;
+5. the runner runs in the sandbox, without the network, from the project's folder, on
+   cadillac's own interpreter with ``-I -S``; it never imports the project's code, which
+   runs in a child process that answers the checks' proxies with plain data
+   (:mod:`orchestrator.bench.acceptance_runner`);
+6. the runner is handed a fresh secret in a file it removes before any project code runs,
+   and signs its result line with it: only that line is read.
 
-The verdict: ``scored`` when the runner's last JSON line reads and the canaries came out
-as they must; ``tampered`` (score 0) when the must-fail check passed or the must-pass
-check failed, i.e. something rewrote the results; ``broken`` (score 0) when no result
-could be read or the project could not be set up (no valid plan, an install that fails).
-A build that is broken or tampered fails its own task only, with the reason.
-
-What the canaries cannot catch: the project's code runs in the runner's process, so a
-forgery that digs the canaries' names out of memory and spares them could pass. They
-catch the forgeries that rewrite or replace the results wholesale; the rest of the
-judge (a copy, a fresh environment, read-only checks, no network) does not depend on them.
+The verdict: ``scored`` when the runner's signed line reads and the canaries came out as
+they must; ``tampered`` (score 0) when the must-fail check passed or the must-pass check
+failed; ``broken`` (score 0) when no signed result could be read or the project could not
+be set up (no valid plan, an install that fails). A build that is broken or tampered fails
+its own task only, with the reason. A project that prints a forged result, patches what
+it can reach or exits early is simply scored: its forgeries land in its own process and
+its unsigned lines are ignored, and the checks it ended fail.
 """
 
 from __future__ import annotations
