@@ -57,16 +57,13 @@ MAX_DEPTH = 40
 OUTPUT_CHARS = 200_000
 PLAIN_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__"})
 """What the child may read of the judge's objects besides their public attributes."""
-JUDGE_OPS = frozenset({"str", "repr", "hash", "eq", "ne", "bool"})
-"""The operators the child may ask of the judge's objects."""
-NEVER_EXPORTED = (
-    types.ModuleType,
-    types.FrameType,
-    types.CodeType,
-    types.GeneratorType,
-    types.CoroutineType,
-    types.AsyncGeneratorType,
+JUDGE_OPS = frozenset(
+    {"str", "repr", "hash", "eq", "ne", "bool", "len", "iter", "next", "getitem", "contains"}
 )
+"""The operators the child may ask of the judge's objects (a check may hand the project an
+iterator, a stream or a callback)."""
+NEVER_EXPORTED = (types.ModuleType, types.FrameType, types.CodeType, types.CoroutineType)
+"""What leads to the judge's globals or code: never handed to the child."""
 
 
 CLASSES: dict[tuple, type] = {}
