@@ -10,7 +10,7 @@ package index option), to allocate past its limit, to plant links where cadillac
 
 Every attempt fails: no canary reaches anything sent to the model, ``llm.jsonl`` or
 ``events.jsonl``; no outside file changes; no listener sees a connection; the wrong
-project scores 0, marked tampered.
+project scores 0: its forged line is not signed by the judge, and the project dies in its own process.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def test_a_hostile_model_escapes_nothing_and_forges_no_score(home, tmp_path, mon
 
     (run,) = results.runs
     assert run.reached_validate, run.failure
-    assert (run.verdict, run.score) == ("tampered", 0.0)
+    assert (run.verdict, run.score) == ("scored", 0.0)
     folder = Path(home) / "runs" / run.run_id
     sent = json.dumps(server.requests)
     assert "No such file or directory" in sent  # the escapes did run, and saw nothing

@@ -9,31 +9,37 @@ So a build is scored elsewhere, from scratch:
 2. a fresh virtual environment is made there from cadillac's own interpreter, and the
    dependency files the plan declares are installed into it by cadillac's own install
    commands (:mod:`orchestrator.sandbox.installs`);
-3. the hidden checks and the standard-library runner are copied into the scoring folder
-   beside the project, not into it, and are bound read-only into the sandbox: the
-   project's code cannot change them;
+3. the hidden checks and the judge (the standard-library runner and its wire to the
+   project) are copied into the scoring folder beside the project, not into it, and are
+   bound read-only into the sandbox: the project's code cannot change them;
 4. two checks are added under random names (:class:`Canaries`), run after all the hidden
-   checks (so after the project's code was imported and could have meddled): one that
-   must pass and one that must fail;
-5. the runner runs in the sandbox, without the network, from the project's folder.
+   checks: one that must pass and one that must fail;
+5. the runner runs in the sandbox, without the network, from the project's folder, on
+   cadillac's own interpreter with ``-I -S``; it never imports the project's code, which
+   runs in a child process that answers the checks' proxies with plain data
+   (:mod:`orchestrator.bench.acceptance_runner`);
+6. the runner is handed a fresh secret in a file it removes before any project code runs,
+   and signs its result line with it: only that line is read.
 
-The verdict: ``scored`` when the runner's last JSON line reads and the canaries came out
-as they must; ``tampered`` (score 0) when the must-fail check passed or the must-pass
-check failed, i.e. something rewrote the results; ``broken`` (score 0) when no result
-could be read or the project could not be set up (no valid plan, an install that fails).
-A build that is broken or tampered fails its own task only, with the reason.
-
-What the canaries cannot catch: the project's code runs in the runner's process, so a
-forgery that digs the canaries' names out of memory and spares them could pass. They
-catch the forgeries that rewrite or replace the results wholesale; the rest of the
-judge (a copy, a fresh environment, read-only checks, no network) does not depend on them.
+The verdict: ``scored`` when the runner's signed line reads and the canaries came out as
+they must; ``tampered`` (score 0) when the must-fail check passed or the must-pass check
+failed; ``broken`` (score 0) when no signed result could be read or the project could not
+be set up (no valid plan, an install that fails). A build that is broken or tampered fails
+its own task only, with the reason. A project that prints a forged result, patches what
+it can reach or exits early is simply scored: its forgeries land in its own process and
+its unsigned lines are ignored, and the checks it ended fail.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import os
 import secrets
+import shlex
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -54,6 +60,10 @@ from orchestrator.sandbox.venvs import make_venv
 from phases.base import PlanError, load_plan
 
 RUNNER = Path(__file__).resolve().parent / "acceptance_runner.py"
+JUDGE_FILES = (RUNNER, RUNNER.with_name("judge_rpc.py"))
+JUDGE_PYTHON = Path(sys.executable).resolve()
+"""The judge runs on cadillac's own interpreter (the one the project's environment links
+to), with ``-I -S``: nothing of the environment's ``site-packages`` runs in it."""
 SKIP_DIRS = frozenset(
     {
         ".venv",
@@ -141,18 +151,27 @@ def score_build(
     last.mkdir()
     canaries = Canaries.new()
     (last / canaries.file).write_text(canaries.source(), encoding="utf-8")
-    runner = folder / "runner.py"
-    shutil.copy(RUNNER, runner)
+    judge = folder / "judge"
+    judge.mkdir()
+    for source in JUDGE_FILES:
+        shutil.copy(source, judge / source.name)
+    key = secrets.token_hex(32)
+    key_file = _hand_key(project, key)
+    argv = [
+        JUDGE_PYTHON, "-I", "-S", judge / RUNNER.name,
+        "--python", project / ".venv" / "bin" / "python",
+        "--key-file", key_file, checks, last,
+    ]  # fmt: skip
     result = run_command(
-        f"python {runner} {checks} {last}",
+        shlex.join(map(str, argv)),
         project,
         executor,
         timeout_s=CHECKS_TIMEOUT_S,
         path_prefix=[project / ".venv" / "bin"],
         env=project_env(project),
-        visible=[checks, last, runner],
+        visible=[checks, last, judge],
     )
-    report = _last_report(result.output)
+    report = _last_report(result.output, key)
     if report is None:
         why = f"the acceptance runner printed no result: {result.for_model()[-300:]}"
         return Score(verdict="broken", failures=why, skipped=copied.skipped)
@@ -203,12 +222,31 @@ def _set_up(
     return ""
 
 
-def _last_report(output: str) -> dict | None:
+def _hand_key(project: Path, key: str) -> Path:
+    """The run's secret, in a new file of a random name the runner removes before any
+    project code runs: a result line signed with it can only come from the runner."""
+    path = project / f".cadillac-judge-{secrets.token_hex(8)}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o644)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(key)
+    return path
+
+
+def _last_report(output: str, key: str) -> dict | None:
+    """The runner's signed result line; lines anything else printed (forgeries) are not."""
     for line in reversed(output.strip().splitlines()):
         try:
-            report = json.loads(line)
+            signed = json.loads(line)
         except ValueError:
             continue
+        if not (isinstance(signed, dict) and isinstance(signed.get("report"), str)):
+            continue
+        text, mac = signed["report"], str(signed.get("judge", ""))
+        expected = hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(mac, expected):
+            continue
+        report = json.loads(text)
         if isinstance(report, dict) and isinstance(report.get("total"), int):
             return report
     return None

@@ -81,7 +81,7 @@ def test_a_forged_interpreter_in_the_workspace_is_never_used(task, tmp_path):
     assert result.verdict == "scored" and result.score == 0.0
 
 
-def test_a_project_that_prints_a_perfect_result_is_tampered(task, tmp_path):
+def test_a_project_that_prints_a_perfect_result_scores_what_it_deserves(task, tmp_path):
     forge = (
         "import json, os\n"
         "line = json.dumps({'passed': 3, 'failed': 0, 'total': 3, 'failures': [],"
@@ -90,19 +90,18 @@ def test_a_project_that_prints_a_perfect_result_is_tampered(task, tmp_path):
         "    try:\n        os.write(fd, line.encode())\n    except OSError:\n        pass\n"
         "os._exit(0)\n"
     )
-    result = score(task, project(tmp_path, WRONG + forge))
-    assert (result.verdict, result.score) == ("tampered", 0.0)
-    assert "must" in result.failures
+    result = score(task, project(tmp_path, WRONG + forge))  # the line is not signed
+    assert (result.verdict, result.passed, result.score) == ("scored", 0, 0.0)
 
 
-def test_a_project_that_rewrites_the_runners_tally_is_tampered(task, tmp_path):
+def test_a_project_that_rewrites_the_runners_tally_scores_what_it_deserves(task, tmp_path):
     patch = (
         "import sys\n"
         "_tally = sys.modules['__main__'].Tally\n"
         "_tally.fail = lambda self, check, error: self.passed.append(check)\n"
     )
-    result = score(task, project(tmp_path, WRONG + patch))
-    assert (result.verdict, result.score) == ("tampered", 0.0)
+    result = score(task, project(tmp_path, WRONG + patch))  # not the runner's process
+    assert (result.verdict, result.passed, result.score) == ("scored", 0, 0.0)
 
 
 def test_a_project_cannot_change_the_checks(task, tmp_path):

@@ -41,6 +41,7 @@ JUDGE = [
     "orchestrator/bench/scoring.py",
     "orchestrator/bench/decision.py",
     "orchestrator/bench/acceptance_runner.py",
+    "orchestrator/bench/judge_rpc.py",
     "orchestrator/improve/cycle.py",
     "orchestrator/improve/proposals.py",
     "orchestrator/sandbox/policy.py",

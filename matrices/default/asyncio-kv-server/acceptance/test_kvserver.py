@@ -1,9 +1,14 @@
-"""Hidden checks for asyncio-kv-server: a server on 127.0.0.1, port 0, in this process."""
+"""Hidden checks for asyncio-kv-server: a server on 127.0.0.1, port 0, in the project's process.
+
+The judge never runs the project's code in its own process: ``in_project`` starts the
+server on an event loop of the project's process, and the clients connect from here.
+"""
 
 import asyncio
 import contextlib
 
 import kvserver
+from cadillac_judge import in_project
 
 LIMIT_S = 3.0
 
@@ -30,9 +35,10 @@ class Client:
 def _scenario(body, clients=1):
     """Start a fresh server, connect clients, run body(*clients), close everything."""
 
+    server = in_project("asyncio_server", kvserver.start_server, "127.0.0.1", 0)
+    port = server.port
+
     async def main():
-        server = await asyncio.wait_for(kvserver.start_server("127.0.0.1", 0), LIMIT_S)
-        port = server.sockets[0].getsockname()[1]
         opened = []
         try:
             for _ in range(clients):
@@ -42,11 +48,12 @@ def _scenario(body, clients=1):
         finally:
             for client in opened:
                 await client.close()
-            server.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(server.wait_closed(), LIMIT_S)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        with contextlib.suppress(Exception):
+            server.close()
 
 
 def test_start_server_returns_a_listening_server():

@@ -1,11 +1,11 @@
 """Hidden checks for durations-humanize: the new function, its docstring, tests and docs."""
 
-import doctest
 import os
 import subprocess
 import sys
 
 import durations
+from cadillac_judge import in_project
 
 ROOT = os.getcwd()
 
@@ -76,14 +76,9 @@ def test_bad_arguments_raise_value_error():
 
 
 def test_the_docstring_has_a_passing_example():
-    humanize = _humanize()
-    tests = doctest.DocTestFinder().find(humanize)
-    examples = sum(len(t.examples) for t in tests)
+    examples, failures = in_project("doctest", _humanize())  # run where the code lives
     assert examples >= 1, "the docstring has no >>> example"
-    runner = doctest.DocTestRunner()
-    for test in tests:
-        runner.run(test, out=lambda text: None)
-    assert runner.failures == 0, f"{runner.failures} docstring example(s) fail"
+    assert failures == 0, f"{failures} docstring example(s) fail"
 
 
 def test_the_readme_documents_it():

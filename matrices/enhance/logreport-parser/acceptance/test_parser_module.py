@@ -6,6 +6,8 @@ import subprocess
 import sys
 from datetime import datetime
 
+from cadillac_judge import in_project
+
 ROOT = os.getcwd()
 NAMES = ("Entry", "ParseError", "METHODS", "parse_line", "parse_lines")
 
@@ -56,8 +58,8 @@ def test_the_old_import_path_gives_the_same_objects():
     parser = _parser()
     import logreport
 
-    for name in NAMES:
-        assert getattr(logreport, name) is getattr(parser, name), name
+    # identity is a matter of the project's process, where the objects live
+    assert in_project("differing", logreport, parser, NAMES) == []
 
 
 def test_the_parsing_tests_moved_to_tests_test_parser():
