@@ -46,9 +46,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from orchestrator.sandbox.files import read_text, remove_tree, what_is
+from orchestrator.sandbox.registry_deps import (
+    InstallError,
+    check_cargo,
+    check_go_mod,
+    check_package_json,
+    requirement,
+)
 
 DEPENDENCY_FILES = (
     "requirements.txt",
@@ -78,10 +83,6 @@ ENV_DIRS = (".venv", "node_modules", ".cargo-home", ".gopath", "target")
 """What installs and builds put in a project folder: re-made by the next install."""
 
 
-class InstallError(Exception):
-    """A dependency file cadillac will not install from; the message is for the model."""
-
-
 @dataclass
 class InstallStep:
     """One command of an install: what it installs, whether it needs the network."""
@@ -89,26 +90,6 @@ class InstallStep:
     what: str
     command: str
     network: bool
-
-
-def requirement(text: str, where: str) -> str:
-    """``text`` as a plain PEP 508 requirement, or an InstallError naming ``where``."""
-    line = text.strip()
-    if line.startswith("-"):
-        raise InstallError(
-            f"{where}: {line!r} is an option; cadillac installs plain requirements only "
-            "(name, extras, version specifiers), from the index this machine is set up for"
-        )
-    try:
-        req = Requirement(line)
-    except InvalidRequirement as exc:
-        raise InstallError(f"{where}: {line!r} is not a requirement ({exc})") from None
-    if req.url:
-        raise InstallError(
-            f"{where}: {line!r} names a URL or path; only requirements from the package "
-            "index are installed"
-        )
-    return str(req)
 
 
 def _requirements_file(path: Path) -> list[str]:
@@ -210,11 +191,14 @@ def _steps(root: Path, declared: Sequence[str], plan_dependencies: Sequence[str]
         steps += _wheels("the plan's dependencies", reqs)
         steps.append(InstallStep("the project itself", OFFLINE_PROJECT, network=False))
     if "package.json" in present:
+        check_package_json(root)
         verb = "ci" if what_is(root / "package-lock.json") is None else "install"
         command = f"npm {verb} --ignore-scripts --no-audit --no-fund"
         steps.append(InstallStep("package.json", command, network=True))
     if "Cargo.toml" in present:
+        check_cargo(root)
         steps.append(InstallStep("Cargo.toml", "cargo fetch", network=True))
     if "go.mod" in present:
+        check_go_mod(root)
         steps.append(InstallStep("go.mod", "go mod download", network=True))
     return steps
