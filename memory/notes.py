@@ -48,6 +48,7 @@ from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from memory import mdfile
+from memory.text import clean
 from memory.tokens import term_set, terms
 
 NOTE_TYPES = (
@@ -372,7 +373,11 @@ class NoteFolder:
         """Create or replace the note of that name; returns the note as stored. ``touch``
         sets ``updated`` to now (an import keeps the time the note came with)."""
         self._ready()
-        update: dict[str, Any] = {"scope": self.scope}
+        update: dict[str, Any] = {
+            "scope": self.scope,
+            "body": clean(note.body),
+            "description": clean(note.description),
+        }
         if touch:
             update["updated"] = time.time()
         stored = note.model_copy(update=update)
