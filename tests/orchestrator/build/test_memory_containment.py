@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from memory.fence import TAG
 from memory.notes import Notebook
 from orchestrator.cli import main
 from orchestrator.home import Home
 from orchestrator.llm.backends import register_script
 
 pytestmark = pytest.mark.e2e  # each test runs whole (short) builds
+TAG = "earlier-builds-data"  # memory.fence.TAG
+INVISIBLE = "[\U000e0000-\U000e007f\u00ad]"
 
 
 def tags(text: str) -> str:
@@ -60,6 +61,11 @@ def test_a_models_note_reaches_a_later_prompt_only_accepted_cleaned_and_fenced(h
     register_script("containment-saver", _saver)
     register_script("containment-idle", _idle)
     first = _build(capsys, "a word counter CLI", "containment-saver")
+    second = _build(capsys, "a word counter that runs its tests", "containment-idle")
+    assert "test-runs" not in second and "How the tests of a word counter run" not in second
+    assert "Tests run with" not in second
+    assert not re.search(INVISIBLE, second)
+
     assert "saved as proposed" in first
     h = Home(home)
     proposed = Notebook(h.notes_dir, h.global_notes_dir).proposed()
@@ -67,15 +73,10 @@ def test_a_models_note_reaches_a_later_prompt_only_accepted_cleaned_and_fenced(h
     assert proposed[0].source.phase == "plan" and proposed[0].source.task == "a word counter CLI"
     assert "\u00ad" not in proposed[0].body and HIDDEN not in proposed[0].body
 
-    second = _build(capsys, "a word counter that runs its tests", "containment-idle")
-    assert "test-runs" not in second and "How the tests of a word counter run" not in second
-    assert "Tests run with" not in second
-    assert not re.search("[\U000e0000-\U000e007f\u00ad]", second)
-
     assert main(["memory", "accept", "test-runs"]) == 0
     capsys.readouterr()
     third = _build(capsys, "a word counter that runs its tests", "containment-idle")
-    assert not re.search("[\U000e0000-\U000e007f\u00ad]", third)
+    assert not re.search(INVISIBLE, third)
     system = third[: third.index("# Phase:")]
     opening = re.search(rf'<{TAG} id="([0-9a-f]+)">', system)
     assert opening is not None, system
