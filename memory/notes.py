@@ -27,6 +27,14 @@ What this module decides, and why:
   symlink, a FIFO or device, a file over :data:`MAX_NOTE_BYTES`, bad UTF-8, bad YAML or a
   missing name is skipped and listed in ``problems`` with why; the other notes load.
   Files are opened with ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` first.
+* A note a model saves (the build's memory tool) is *proposed*: its frontmatter says
+  ``status: proposed`` and ``source`` (the run, phase and task it came from). The state
+  lives in the note's own file, so it moves, exports and imports with it, and a person
+  sees it in the file. :meth:`Notebook.all` and :meth:`Notebook.relevant` (what builds
+  read) hold accepted notes only; :meth:`Notebook.proposed` lists the rest until a person
+  accepts (``status: accepted``, the source kept) or rejects (the file deleted) it. A
+  note without ``status`` (every note a person wrote, every note from before) is
+  accepted.
 * Relevance (:meth:`Notebook.relevant`) is Okapi BM25 with recall's constants over the
   name, description and body, cut into terms by :mod:`memory.tokens` as lessons are.
 """
@@ -42,12 +50,13 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from memory import mdfile
+from memory.text import clean
 from memory.tokens import term_set, terms
 
 NOTE_TYPES = (
@@ -112,6 +121,16 @@ def parse_markdown(text: str) -> tuple[dict[str, Any], str]:
         raise BadNote(str(exc)) from None
 
 
+class NoteSource(BaseModel):
+    """Where a proposed note came from: the build's run, its phase and its task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run: str = ""
+    phase: str = ""
+    task: str = ""
+
+
 class Note(mdfile.MarkdownRecord):
     """One markdown memory; see the module docstring."""
 
@@ -124,6 +143,10 @@ class Note(mdfile.MarkdownRecord):
     importance: str = "normal"
     pinned: bool = False
     """Always shown to a build, whatever the task."""
+    status: Literal["accepted", "proposed"] = "accepted"
+    """A model's note is proposed: no build sees it until a person accepts it."""
+    source: NoteSource | None = None
+    """The build a model's note came from."""
     body: str = ""
 
     @field_validator("name")
@@ -154,6 +177,10 @@ class Note(mdfile.MarkdownRecord):
         """The frontmatter: the schema's fields in order, then the unknown ones."""
         known = self.model_dump(include=set(_FIELDS))
         known = {key: known[key] for key in _FIELDS}
+        if self.status != "accepted" or self.source is not None:
+            known["status"] = self.status
+        if self.source is not None:
+            known["source"] = self.source.model_dump()
         times = {"created": self.created, "updated": self.updated}
         return {**known, **times, **{k: v for k, v in self.extra.items() if k not in known}}
 
@@ -167,7 +194,8 @@ class Note(mdfile.MarkdownRecord):
         meta, body = parse_markdown(text)
         if "name" not in meta:
             raise BadNote("the frontmatter has no 'name'")
-        fields = {k: meta.pop(k) for k in (*_FIELDS, "created", "updated") if k in meta}
+        keys = (*_FIELDS, "status", "source", "created", "updated")
+        fields = {k: meta.pop(k) for k in keys if k in meta}
         fields.setdefault("description", "")
         fields["scope"] = scope
         now = time.time() if mtime is None else mtime
@@ -213,8 +241,10 @@ def new_note(
     importance: str = "normal",
     description: str | None = None,
     origin: str = "person",
+    source: NoteSource | None = None,
 ) -> Note:
-    """A note holding ``text``; see the module docstring for the defaults."""
+    """A note holding ``text``; see the module docstring for the defaults. With a
+    ``source`` (a model's note) it is proposed."""
     body = text.strip()
     if not body:
         raise BadNote("the note is empty: say what is to be remembered")
@@ -232,6 +262,8 @@ def new_note(
         importance=importance,
         body=body,
         origin=origin,
+        status="accepted" if source is None else "proposed",
+        source=source,
     )
 
 
@@ -372,7 +404,11 @@ class NoteFolder:
         """Create or replace the note of that name; returns the note as stored. ``touch``
         sets ``updated`` to now (an import keeps the time the note came with)."""
         self._ready()
-        update: dict[str, Any] = {"scope": self.scope}
+        update: dict[str, Any] = {
+            "scope": self.scope,
+            "body": clean(note.body),
+            "description": clean(note.description),
+        }
         if touch:
             update["updated"] = time.time()
         stored = note.model_copy(update=update)
@@ -412,12 +448,29 @@ class NoteFolder:
             self._write_catalog()
         return note
 
+    def review(self, name: str, accept: bool) -> Note:
+        """Accept a proposed note (builds see it from now on) or reject it (deleted);
+        NoteNotFound when there is none, BadNote when it is not proposed."""
+        check_folder(self.path)
+        with self._lock:
+            note = self.get(name)
+            if note is None:
+                raise NoteNotFound(name)
+            if note.status != "proposed":
+                raise BadNote(f"note {name!r} is not proposed: it was accepted already")
+            if not accept:
+                os.unlink(self.path / f"{name}.md")
+                self._write_catalog()
+                return note
+            return self.save(note.model_copy(update={"status": "accepted"}), touch=False)
+
     def render_catalog(self, notes: list[Note]) -> str:
         lines = [f"# Notes ({self.scope} scope)", ""]
         if not notes:
             lines.append("(no notes yet)")
         for note in notes:
             pin = " [pinned]" if note.pinned else ""
+            pin += " [proposed]" if note.status == "proposed" else ""
             lines.append(f"- **{note.name}** ({note.type}){pin}: {note.description}")
         return "\n".join(lines) + "\n"
 
@@ -469,12 +522,21 @@ class Notebook:
         return [p for f in self._folders() for p in f.problems]
 
     def _both(self) -> tuple[list[Note], list[Note]]:
-        home = self.home.all()
+        """The accepted notes of each scope (what builds may see)."""
+        home = [n for n in self.home.all() if n.status == "accepted"]
         other = self.global_.all() if self.global_ is not None else []
-        return home, other
+        return home, [n for n in other if n.status == "accepted"]
+
+    def proposed(self) -> list[Note]:
+        """The notes a model proposed and no person accepted yet, both scopes."""
+        return sorted(
+            (n for f in self._folders() for n in f.all() if n.status == "proposed"),
+            key=lambda n: (n.created, n.name),
+        )
 
     def all(self) -> list[Note]:
-        """The visible notes (shadowing applied), pinned first, then by name."""
+        """The visible accepted notes (shadowing applied), pinned first, then by name;
+        proposed notes are never among them."""
         home, other = self._both()
         names = {n.name for n in home}
         return sorted(home + [n for n in other if n.name not in names], key=sort_key)

@@ -48,6 +48,7 @@ from pydantic import Field, ValidationError, field_validator
 from memory import mdfile
 from memory.guard import injection
 from memory.tags import LANGUAGE_TAGS, normalize_tags, stack_tags
+from memory.text import clean
 from memory.tokens import term_set
 
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
@@ -377,7 +378,12 @@ class SkillBook:
         with self._lock(skill.scope):
             if not replace and self.get(skill.name, skill.scope) is not None:
                 raise BadSkill(f"a skill named {skill.name!r} exists already")
-            skill = skill.model_copy(update={"updated": time.time()})
+            texts = {
+                "body": clean(skill.body),
+                "description": clean(skill.description),
+                "triggers": [clean(t) for t in skill.triggers],
+            }
+            skill = skill.model_copy(update={**texts, "updated": time.time()})
             self._write(skill)
         return skill
 

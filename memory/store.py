@@ -25,6 +25,9 @@ Consolidation (:mod:`memory.consolidate`): ``consolidate`` merges restatements
 through the dedup rule ``add`` uses and retires what keeps backfiring; ``retire``,
 ``retired`` and ``restore`` move lessons to and from ``<memory file>.retired.jsonl``.
 Nothing is deleted: merged-away lessons go to ``<memory file>.merged.jsonl``.
+
+Every lesson that comes in (``add``, ``put_many``) has its texts cleaned first
+(:func:`memory.text.clean`: NFKC, no format or tag characters), whoever wrote it.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from memory.index import LessonIndex
 from memory.jsonl import Change, JsonlFile
 from memory.lesson import LESSON_TYPES, Lesson, assign_id
 from memory.recall import Recalled, Scorer, recall
+from memory.text import clean
 from memory.tokens import term_set
 
 BOOST = 0.1
@@ -90,6 +94,12 @@ class MemoryStats(BaseModel):
             f"{self.count} lessons, {self.do} do / {self.dont} dont, "
             f"{self.reuse_rate:.1%} reuse rate, avg confidence {self.mean_confidence:.3f}"
         )
+
+
+def cleaned(lesson: Lesson) -> Lesson:
+    """A copy of ``lesson`` with its trigger, fix and source task cleaned (memory.text)."""
+    texts = {key: clean(getattr(lesson, key)) for key in ("trigger", "fix", "source_task")}
+    return lesson.model_copy(deep=True, update=texts)
 
 
 class MemoryStore:
@@ -198,6 +208,7 @@ class MemoryStore:
 
     def add(self, lesson: Lesson) -> tuple[Lesson, bool]:
         """``save``, also saying whether the lesson was merged into a stored one."""
+        lesson = cleaned(lesson)
         with self.file.lock:
             index = self._sync(locked=True)
             stored = find_duplicate(index, lesson)
@@ -221,7 +232,7 @@ class MemoryStore:
             at = {lesson.id: i for i, lesson in enumerate(stored)}
             merged, changed = list(stored), []
             for lesson in lessons:
-                lesson = lesson.model_copy(deep=True)
+                lesson = cleaned(lesson)
                 if not lesson.id:
                     assign_id(lesson, at)
                 i = at.get(lesson.id)

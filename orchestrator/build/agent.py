@@ -480,6 +480,7 @@ class Builder:
         )
         messages = opening(phase, self.task, self.workspace, self.summary.phases, self.prefix, part)
         self.memory_tool.phase_saves.clear()
+        self.memory_tool.phase = name
 
         def emit(kind: str, **fields) -> None:
             self.emit(kind, phase=name, round=result.rounds, **fields)

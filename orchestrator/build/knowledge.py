@@ -21,7 +21,10 @@ What this module decides, and why:
 * The index (``runs/<id>/index/``) is refreshed incrementally before every answer that
   reads it and after every phase, so ``search`` and ``symbol`` see what the model just
   wrote; refreshing costs little (unchanged files are reused by hash).
-* Answers are capped like other tools' output (:data:`ANSWER_CHARS`).
+* Answers are capped like other tools' output (:data:`ANSWER_CHARS`). Every name in
+  them that a model made (a path, a symbol, an earlier run's task, files and failed
+  check, a lesson's words) is escaped whole (:func:`orchestrator.sandbox.shown.name`):
+  one name is one line, and no control character reaches the model raw.
 * The earlier runs and lessons are of this home only, and the current run is left out
   of its own episodes.
 """
@@ -36,6 +39,7 @@ from memory import MemoryStore
 from memory.tokens import terms
 from orchestrator.build.runs import RunUnreadable, list_runs
 from orchestrator.index import CodeIndex, build_index
+from orchestrator.sandbox import shown
 from orchestrator.sandbox.files import UnsafeFile, read_regular
 
 ACTIONS = ("digest", "search", "symbol", "related", "tests", "episodes", "rejected")
@@ -117,11 +121,11 @@ class Knowledge:
             if hit.kind == "symbol":
                 doc = f" — {record.doc}" if record.doc else ""
                 lines.append(
-                    f"{record.path}:{record.start_line} {record.kind} {_qualified(record)}"
-                    f" {record.signature}{doc}"
+                    f"{shown.name(record.path)}:{record.start_line} {record.kind} "
+                    f"{shown.name(_qualified(record))} {shown.name(record.signature)}{doc}"
                 )
             else:
-                lines.append(f"{record.path} ({record.language}, {record.lines} lines)")
+                lines.append(f"{shown.name(record.path)} ({record.language}, {record.lines} lines)")
         return "\n".join(lines) + note
 
     def _symbol(self, query: str) -> str:
@@ -133,8 +137,8 @@ class Knowledge:
             return f"no symbol named {query!r} in the index{note}"
         parts = []
         for symbol in found[:5]:
-            head = f"{symbol.path}:{symbol.start_line}-{symbol.end_line} {symbol.kind} "
-            head += f"{_qualified(symbol)}\n{symbol.signature}"
+            head = f"{shown.name(symbol.path)}:{symbol.start_line}-{symbol.end_line} {symbol.kind} "
+            head += f"{shown.name(_qualified(symbol))}\n{shown.name(symbol.signature)}"
             if symbol.doc:
                 head += f"\n{symbol.doc}"
             parts.append(head + "\n" + self._lines(symbol.path, symbol.start_line))
@@ -162,7 +166,7 @@ class Knowledge:
             ("changes with", r.cochanged),
         ]
         lines = [
-            f"{title}: " + (", ".join(p for p, _ in items[:15]) if items else "none")
+            f"{title}: " + (", ".join(shown.name(p) for p, _ in items[:15]) if items else "none")
             for title, items in sections
         ]
         if not any(items for _, items in sections):
@@ -176,7 +180,7 @@ class Knowledge:
         found = index.tests_for(query)
         if not found:
             return f"no test file is known to cover {query!r}{note}"
-        return "\n".join(found[:30]) + note
+        return "\n".join(map(shown.name, found[:30])) + note
 
     # ------------------------------------------------------------------ this home's past
     def _similar_runs(self, query: str) -> list[tuple[float, object, object]]:
@@ -204,11 +208,13 @@ class Knowledge:
         lines = []
         for _, task, s in similar:
             failed = next((p for p in s.phases if p.outcome != "passed"), None)
-            why = f"; failed at {failed.phase}: {failed.check[:200]}" if failed else ""
-            files = ", ".join(s.files[:12]) + (" ..." if len(s.files) > 12 else "")
-            lines.append(
-                f"run {s.run_id} ({s.status}): {task.task[:160]}{why}\n  files: {files or 'none'}"
-            )
+            why = ""
+            if failed:
+                why = f"; failed at {shown.name(failed.phase)}: {shown.name(failed.check[:200])}"
+            files = ", ".join(map(shown.name, s.files[:12]))
+            files += " ..." if len(s.files) > 12 else ""
+            head = f"run {shown.name(s.run_id)} ({shown.name(s.status)})"
+            lines.append(f"{head}: {shown.name(task.task[:160])}{why}\n  files: {files or 'none'}")
         return "\n".join(lines)
 
     def _rejected(self, query: str) -> str:
@@ -225,9 +231,10 @@ class Knowledge:
         ][:6]
         if not lessons and not failures:
             return "nothing rejected is recorded for a similar task"
-        lines = [f"don't: {lesson.trigger} — {lesson.fix}" for lesson in lessons]
+        lines = [f"don't: {shown.name(x.trigger)} — {shown.name(x.fix)}" for x in lessons]
         lines += [
-            f"failed in run {run} at {phase}: {check[:200]}" for run, phase, check in failures
+            f"failed in run {shown.name(run)} at {shown.name(phase)}: {shown.name(check[:200])}"
+            for run, phase, check in failures
         ]
         return "\n".join(lines)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from memory import Lesson, MemoryStore, PhaseBudgets
-from memory.notes import Note, Notebook
+from memory.notes import Note, Notebook, NoteNotFound
 from memory.skills import BadSkill, Skill, SkillBook
 from orchestrator.home import Home
 from phases import DEFAULT_ROUNDS
@@ -80,6 +80,11 @@ class HomeLearning:
         return self.notes.save(note)
 
     def append_note(self, name: str, text: str) -> Note:
+        """More text for a model's own proposed note; NoteNotFound when it is gone (a
+        person rejected it meanwhile): an append never makes a note of its own."""
+        note = self.notes.home.get(name)
+        if note is None or note.status != "proposed":
+            raise NoteNotFound(name)
         return self.notes.append(name, text)
 
     def forget_note(self, name: str) -> None:

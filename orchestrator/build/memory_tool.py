@@ -12,12 +12,18 @@ What this module decides, and why:
   appending to someone else's note, or forgetting a lesson the build did not create (a
   save that the dedup merged into an older lesson did not create it) is refused with a
   line saying why. The model writes only the home scope: the global scope is the user's.
-* A note the model saves is never pinned, whatever its type: a pinned note is in every
-  later build's prompt in full, and a model must not be able to put words there. People
-  pin notes (``cadillac memory remember --pin``).
-* Text that would steer a later build's model (:mod:`memory.guard`: "ignore previous
-  instructions", chat-role lines, ``curl | sh``, paths to secrets, hidden characters) is
-  refused in lessons and notes, as in skill drafts and reflections.
+* A note the model saves is *proposed* (:mod:`memory.notes`): it carries its source (run,
+  phase, task) and reaches no prompt, this build's included, until a person accepts it
+  (``cadillac memory review``, ``memory accept NAME``). It is never pinned either. The
+  model may ``get`` and append to its own proposed notes in the build that made them; a
+  proposed note of another build is not shown to it, and once a person accepted a note
+  it is read-only to every build.
+* Text is cleaned first (:func:`memory.text.clean`: NFKC, no format or tag characters),
+  then text that would steer a later build's model (:mod:`memory.guard`: "ignore previous
+  instructions" however spelled, chat-role lines, download-and-run, paths to secrets,
+  sandbox-disabling, images that carry data out) is refused in lessons and notes, as in
+  skill drafts and reflections.
+* Every answer has its control characters escaped (:func:`orchestrator.sandbox.shown.output`).
 * Input is bounded: names are checked by the notes' own rule (no paths), texts are
   capped, tags normalised and capped, and a build may save at most
   :data:`MAX_SAVES` things, so a looping model cannot flood the memory.
@@ -30,11 +36,13 @@ from dataclasses import dataclass, field
 
 from memory import LESSON_TYPES, Lesson, MemoryStore
 from memory.guard import injection
-from memory.notes import NOTE_TYPES, BadNote, Notebook, new_note
+from memory.notes import NOTE_TYPES, BadNote, Note, Notebook, NoteSource, new_note
 from memory.reflection import FRESH_CONFIDENCE
 from memory.skills import BadSkill, SkillBook, validate_draft
 from memory.tags import infer_tags_from_text, normalize_tags
+from memory.text import clean
 from orchestrator.build.learning import Learning
+from orchestrator.sandbox.shown import output
 from orchestrator.tools.schema import CallError, Memory
 
 MAX_SAVES = 20
@@ -44,10 +52,11 @@ MAX_FIX = 1500
 MAX_NOTE = 8000
 MAX_TAGS = 8
 ANSWER_CHARS = 6000
+PROPOSED = "no build sees it until a person accepts it (cadillac memory review)"
 
 
 def _one_line(value: str | None, what: str, limit: int) -> str:
-    text = " ".join((value or "").split())
+    text = " ".join(clean(value or "").split())
     if not text:
         raise CallError(f"memory save needs a non-empty '{what}'.")
     if len(text) > limit:
@@ -64,13 +73,15 @@ def _clean(text: str, what: str) -> str:
 
 
 def _cap(text: str, limit: int = ANSWER_CHARS) -> str:
+    text = output(text)
     return text if len(text) <= limit else text[:limit] + f"\n[... {len(text) - limit} more]"
 
 
 @dataclass
 class MemoryTool:
-    """Answers one build's memory calls; ``on_change`` is told when a note or skill changed
-    (the build then rebuilds the memory part of its prompt, once)."""
+    """Answers one build's memory calls. ``on_change`` would be told when what the prompt
+    carries changed (the build then rebuilds the memory part of its prompt, once); no
+    call of the model's changes it today, for the notes it saves are proposed."""
 
     store: MemoryStore
     notebook: Notebook
@@ -86,6 +97,8 @@ class MemoryTool:
     """``lesson:ID``, ``note:NAME``, ``skill:NAME``: what this build created."""
     pending: int = 0
     """Saves queued by a sink that writes later (a matrix run): they have no id yet."""
+    phase: str = ""
+    """The phase running now (a proposed note's source names it)."""
     phase_saves: list[str] = field(default_factory=list)
     """What was saved in the current phase, in words: its reflection is told, so as not
     to save it twice."""
@@ -160,16 +173,20 @@ class MemoryTool:
     def _note_fields(self, args: Memory) -> tuple[str, str]:
         if not args.name:
             raise CallError("a note needs a 'name' (lowercase letters, digits, '-', '.', '_').")
-        content = (args.content or "").strip()
+        content = clean(args.content or "").strip()
         if not content:
             raise CallError("a note needs 'content'.")
         if len(content) > MAX_NOTE:
             raise CallError(f"'content' is {len(content)} characters; at most {MAX_NOTE}.")
-        _clean(f"{args.description or ''}\n{content}", "note")
+        _clean(f"{clean(args.description or '')}\n{content}", "note")
         return args.name, content
 
     def _mine(self, kind: str, name: str) -> bool:
         return f"{kind}:{name}" in self.saved
+
+    def _visible(self, note: Note | None) -> bool:
+        """Whether the model may read ``note``: accepted, or proposed by this build."""
+        return note is not None and (note.status == "accepted" or self._mine("note", note.name))
 
     def _save_note(self, args: Memory) -> str:
         name, content = self._note_fields(args)
@@ -182,13 +199,16 @@ class MemoryTool:
                 name=name,
                 type=note_type,
                 pinned=False,
-                description=args.description,
+                description=clean(args.description) if args.description else None,
                 origin=self.origin,
+                source=NoteSource(run=self.run_id, phase=self.phase, task=self.task[:200]),
             )
         except BadNote as exc:
             raise CallError(str(exc)) from None
         existing = self.notebook.get(note.name)
-        if existing is not None and not self._mine("note", note.name):
+        if existing is not None and (
+            not self._mine("note", note.name) or existing.status != "proposed"
+        ):
             raise CallError(
                 f"a note named {note.name!r} exists and is not this build's: it is "
                 "read-only to you; choose another name"
@@ -196,28 +216,30 @@ class MemoryTool:
         self.phase_saves.append(f"a note {note.name!r}: {note.description}")
         if self.learning.save_note(note) is None:
             self.pending += 1
-            return f"note {note.name!r} queued: it is written when this run's builds end"
+            return f"note {note.name!r} queued as proposed: {PROPOSED}"
         if not self._mine("note", note.name):
             self.saved.append(f"note:{note.name}")
-        self.on_change()
-        return f"note {note.name!r} saved"
+        return f"note {note.name!r} saved as proposed: {PROPOSED}"
 
     def _append(self, args: Memory) -> str:
         self._budget()
         name, content = self._note_fields(args)
-        if not self._mine("note", name):
-            held = self.notebook.get(name)
+        held = self.notebook.get(name)
+        if not self._mine("note", name) or (held is not None and held.status != "proposed"):
             if held is not None:
                 raise CallError(
                     f"note {name!r} is not this build's: it is read-only to you; "
                     "save a note of your own instead"
                 )
             return self._save_note(args)
-        if self.learning.append_note(name, content) is None:
+        try:
+            appended = self.learning.append_note(name, content)
+        except LookupError:
+            raise CallError(f"note {name!r} is gone (a person rejected it)") from None
+        if appended is None:
             self.pending += 1
             return f"append to {name!r} queued"
-        self.on_change()
-        return f"appended to note {name!r}"
+        return f"appended to proposed note {name!r}"
 
     def _save_skill(self, args: Memory) -> str:
         try:
@@ -254,8 +276,6 @@ class MemoryTool:
             if self._mine(kind, name):
                 getattr(self.learning, f"forget_{kind}")(name)
                 self.saved.remove(f"{kind}:{name}")
-                if kind == "note":
-                    self.on_change()
                 return f"{kind} {name!r} forgotten"
         raise CallError(
             f"{name or args.id!r} was not saved by this build: notes, lessons and skills "
@@ -270,6 +290,8 @@ class MemoryTool:
         notes = self.notebook.all()
         lines = [f"Notes ({len(notes)}):"]
         lines += [f"- {n.name} [{n.type}, {n.scope}]: {n.description}" for n in notes]
+        mine = [n for n in self.notebook.proposed() if self._mine("note", n.name)]
+        lines += [f"- {n.name} [{n.type}, proposed by this build]: {n.description}" for n in mine]
         lines.append(f"Lessons recalled for this build: {', '.join(self.recalled) or 'none'}")
         lines.append(f"Saved by this build: {', '.join(self.saved) or 'nothing'}")
         skills = self.skills.all()
@@ -285,6 +307,8 @@ class MemoryTool:
         if not args.name:
             raise CallError("get needs a lesson 'id' or a note or skill 'name'.")
         note = self.notebook.get(args.name)
+        if note is not None and not self._visible(note):
+            raise CallError(f"note {args.name!r} is proposed by another build: not shown")
         if note is not None:
             return f"{note.name} [{note.type}, {note.scope}]: {note.description}\n\n{note.body}"
         skill = self.skills.get(args.name)

@@ -1,4 +1,5 @@
-"""``cadillac memory remember|notes|edit`` and the notes side of ``show`` and ``forget``.
+"""``cadillac memory remember|notes|edit|review|accept|reject`` and the notes side of
+``show`` and ``forget``.
 
 Notes are the markdown memories a person tells cadillac (:mod:`memory.notes`), in a
 home scope and a global one. This module decides how a command line meets them:
@@ -8,6 +9,11 @@ home scope and a global one. This module decides how a command line meets them:
   nothing;
 * a bad note file, a missing note or a refused folder is one error line
   (:class:`NoteErrors`), and what the catalog skipped is a warning line per file;
+* a note a model saved is proposed (:mod:`memory.notes`): ``review`` lists the proposed
+  notes with where they came from (run, phase, task) and their text, ``accept NAME``
+  lets builds see one, ``reject NAME`` deletes it; ``notes`` lists them apart, under
+  the accepted ones. A person's note (``remember``, ``edit``) is accepted as written;
+  ``edit`` keeps a proposed note proposed;
 * ``edit`` runs ``$VISUAL`` or ``$EDITOR`` on a copy and saves it only when the editor
   succeeded and the result is a valid note; otherwise the note is unchanged and the
   error names where the attempt was kept.
@@ -63,6 +69,14 @@ def add_parsers(sub) -> None:
     p = command(sub, "edit", "edit a note in $VISUAL or $EDITOR", run=memory_edit)
     p.add_argument("name", type=note_name_arg)
     p.add_argument("--global", dest="global_", action="store_true", help="the global scope's note")
+
+    p = command(sub, "review", "the notes models proposed, with where they came from", run=review)
+    p.add_argument("--global", dest="global_", action="store_true", help="only the global scope")
+    p.add_argument("--json", action="store_true")
+    for verb, what in (("accept", "let builds see a proposed note"), ("reject", "delete one")):
+        p = command(sub, verb, what, run=accept if verb == "accept" else reject)
+        p.add_argument("name", type=note_name_arg)
+        p.add_argument("--global", dest="global_", action="store_true", help="the global scope's")
 
 
 class NoteErrors:
@@ -172,8 +186,10 @@ def memory_notes(args: argparse.Namespace) -> int:
             notes, shadowed = notebook.all(), notebook.shadowed()
     for problem in notebook.problems:
         output.warn(f"skipped {problem}")
+    proposed = [n for n in notebook.proposed() if not args.global_ or n.scope == "global"]
     rows = [(n, False) for n in notes] + [(n, True) for n in shadowed]
     if args.json:
+        rows += [(n, False) for n in proposed]
         output.print_json([{**_note_json(n), "shadowed": hidden} for n, hidden in rows])
         return 0
     where = " and ".join(str(notebook.folder(s).path) for s in scopes)
@@ -186,7 +202,66 @@ def memory_notes(args: argparse.Namespace) -> int:
             pin = "yes" if note.pinned else ""
             table.add_row(scope, note.name, note.type, pin, output.short(note.description, 100))
         output.out().print(table)
+    if proposed:
+        output.line(f"{len(proposed)} proposed note(s), seen by no build until accepted:")
+        for note in proposed:
+            output.line(f"  {note.name} ({note.scope}): {output.short(note.description, 100)}")
+        output.line("  (cadillac memory review; memory accept NAME or memory reject NAME)")
     return 0
+
+
+def _source(note) -> str:
+    src = note.source
+    if src is None:
+        return note.origin or "unknown"
+    return f"run {src.run or '?'}, phase {src.phase or '?'}, task {output.short(src.task, 80)!r}"
+
+
+def review(args: argparse.Namespace) -> int:
+    home = _scope_home(args)
+    with NoteErrors():
+        proposed = notebook_of(home).proposed()
+    proposed = [n for n in proposed if not args.global_ or n.scope == "global"]
+    if args.json:
+        output.print_json([_note_json(n) for n in proposed])
+        return 0
+    if not proposed:
+        output.line("no proposed notes: nothing to review")
+        return 0
+    output.line(f"{len(proposed)} proposed note(s); no build sees one until it is accepted")
+    for note in proposed:
+        output.line("")
+        output.line(f"{note.name} [{note.type}, {note.scope}] from {_source(note)}")
+        output.line(f"  {output.short(note.description, 100)}")
+        for line in note.body.splitlines():
+            output.line(f"  | {line}")
+    output.line("")
+    output.line("cadillac memory accept NAME  |  cadillac memory reject NAME  (--global)")
+    return 0
+
+
+def _review(args: argparse.Namespace, accept_it: bool) -> int:
+    home = _scope_home(args, write=True)
+    scope = "global" if args.global_ else "home"
+    with NoteErrors():
+        folder = notebook_of(home).folder(scope)
+        if folder.get(args.name) is None:
+            raise CadillacError(
+                f"no note named {args.name!r} in the {scope} scope (see 'cadillac memory review')"
+            )
+        note = folder.review(args.name, accept=accept_it)
+    verb = "accepted" if accept_it else "rejected and deleted"
+    seen = ": builds see it from now on" if accept_it else ""
+    output.line(f"{verb} note {note.name} ({scope} scope){seen}")
+    return 0
+
+
+def accept(args: argparse.Namespace) -> int:
+    return _review(args, True)
+
+
+def reject(args: argparse.Namespace) -> int:
+    return _review(args, False)
 
 
 def _run_editor(path: str) -> int:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
+from orchestrator.sandbox import shown
 from orchestrator.sandbox.files import read_regular, write_regular
 
 SKIP_DIRS = frozenset({".venv", "__pycache__", ".git", "node_modules", ".pytest_cache"})
@@ -156,17 +157,17 @@ class Workspace:
         """Files under ``path``, relative to the root, one per line, at most 500."""
         real = self.resolve(path)
         if real.is_file():
-            return self._rel(real)
+            return shown.name(self._rel(real))
         if not real.is_dir():
             raise WorkspaceError(f"There is no folder {path!r}; use list_files('.') to see all.")
         names = self._walk(real)
         if not names:
-            return f"(no files under {self._rel(real)})"
-        shown = names[:LIST_CAP]
+            return f"(no files under {shown.name(self._rel(real))})"
+        lines = [shown.name(n) for n in names[:LIST_CAP]]  # one name, one line
         if len(names) > LIST_CAP:
             more = len(names) - LIST_CAP
-            shown.append(f"[... {more:,} more files not shown; list a subfolder to see them]")
-        return "\n".join(shown)
+            lines.append(f"[... {more:,} more files not shown; list a subfolder to see them]")
+        return "\n".join(lines)
 
     def files(self) -> list[str]:
         """Sorted relative paths of every file in the workspace, skipping tool and cache folders."""

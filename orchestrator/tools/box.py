@@ -14,6 +14,10 @@ What this module decides, and why:
 * ``memory`` is answered by whoever runs the build too (the home's notes, lessons and
   skills live above this layer); a refusal (forgetting what a person saved, a bad name)
   is a :class:`CallError` like any malformed call.
+* No result carries a control character raw: every result's text goes through
+  :func:`orchestrator.sandbox.shown.output` (newlines and tabs stay; ESC, CR and the
+  other C0 and C1 controls are escaped), and ``list_files`` escapes each name whole
+  (:func:`~orchestrator.sandbox.shown.name`), so a file called ``a\nb`` is one line.
 * ``finish_phase`` does not end anything here: it hands a :class:`FinishRequest` to the
   loop, which runs the phase's check.
 """
@@ -26,6 +30,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from orchestrator.sandbox import shown
 from orchestrator.sandbox.executor import CommandResult, ExecConfig, run_command
 from orchestrator.sandbox.workspace import Workspace, WorkspaceError
 from orchestrator.tools.schema import (
@@ -93,8 +98,8 @@ class ToolBox:
         try:
             result = getattr(self, "_" + name)(parse_arguments(name, arguments))
             if isinstance(result, str):
-                return ToolOutcome(name=name, ok=True, content=result)
-            return result
+                return ToolOutcome(name=name, ok=True, content=shown.output(result))
+            return result.model_copy(update={"content": shown.output(result.content)})
         except (CallError, WorkspaceError) as exc:
             return self._fail(name, str(exc))
         except OSError as exc:
@@ -102,7 +107,7 @@ class ToolBox:
 
     @staticmethod
     def _fail(name: str, message: str) -> ToolOutcome:
-        return ToolOutcome(name=name, ok=False, content=message)
+        return ToolOutcome(name=name, ok=False, content=shown.output(message))
 
     # Each handler takes its validated arguments and returns the text for the model (a
     # success), or a whole ToolOutcome; a CallError or WorkspaceError is a refusal.

@@ -99,6 +99,7 @@ class Memory(ToolArgs):
     polarity 'dont' for an anti-pattern; tags optional), a note (give name and content;
     type optional: convention, decision, gotcha, architecture, note, preference) or a
     skill (kind 'skill', content a SKILL.md with frontmatter name, description, triggers);
+    a note you save is proposed: no later build sees it until a person accepts it;
     'append' adds content to a note you saved; 'list' shows the notes and the lessons of
     this build; 'get' reads a lesson (id) or a note (name) in full; 'forget' removes what
     this build saved (what people and earlier builds saved is read-only); 'consolidate'
