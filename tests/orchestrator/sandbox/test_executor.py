@@ -346,7 +346,7 @@ def test_a_hostile_command_writes_nowhere_but_its_workspace(ws: Path, tmp_path: 
     (tmp_path / "existing.txt").write_text("original\n")
     result = run_command(
         f"touch {tmp_path}/escape.txt; echo changed > {tmp_path}/existing.txt; "
-        "touch /usr/x /etc/x /tmp/x; touch inside.txt",
+        "touch /usr/x /etc/x /tmp/cadillac-escape-probe; touch inside.txt",
         ws,
         ExecConfig(),
     )
@@ -354,7 +354,7 @@ def test_a_hostile_command_writes_nowhere_but_its_workspace(ws: Path, tmp_path: 
     assert not (tmp_path / "escape.txt").exists()
     assert (tmp_path / "existing.txt").read_text() == "original\n"
     assert (ws / "inside.txt").exists()
-    assert not Path("/tmp/x").exists()  # the sandbox's /tmp is its own
+    assert not Path("/tmp/cadillac-escape-probe").exists()  # the sandbox's /tmp is its own
     extra = tmp_path / "cache"
     extra.mkdir()
     named = run_command(f"echo hi > {extra}/note", ws, ExecConfig(), writable=[extra])
