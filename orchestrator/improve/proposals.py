@@ -164,8 +164,7 @@ def ask_improver(
         + ("\n".join(f"- {r}" for r in rejected) or "- none"),
         f"Files you may edit: anything under {', '.join(allow)}, except "
         f"{', '.join(n for n in NEVER if n.startswith(tuple(allow)))}. "
-        "Current target files:\n\n"
-        + "\n\n".join(files),
+        "Current target files:\n\n" + "\n\n".join(files),
     ]
     messages = [
         {"role": "system", "content": PROMPT.read_text(encoding="utf-8")},
