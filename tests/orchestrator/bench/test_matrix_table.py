@@ -4,8 +4,10 @@
 A real ``cadillac matrix run`` over two tasks of the small matrix, built at once: in one
 the program forges the scorer's output the moment it is imported (a perfect report line
 on every descriptor, then exit 0); in the other it exits silently, so the hidden-check
-runner prints no result. Each must score 0 and be flagged in its own row of the printed
-table (``1 tampered``, ``1 broken``), with a per-build line giving the reason. (An honest
+runner used to print no result. Both now score 0 as ordinary builds whose checks all
+failed: the judge never imports the project (the child that does dies at import, failing
+every check it was asked) and reads only the result line it signed itself, so neither the
+forged lines nor the early exit reach the verdict, and no row is flagged. (An honest
 build's table, without flags, is ``test_matrix.py::test_matrix_run_command``: an honest
 build takes three times as long as these.)
 """
@@ -48,7 +50,7 @@ def forger(messages, tools):
     return answer
 
 
-def test_the_table_flags_tampered_and_broken_builds_and_says_why(home, tmp_path, capsys):
+def test_a_forged_report_and_an_early_exit_score_0_as_failed_checks(home, tmp_path, capsys):
     matrix = tmp_path / "matrix"
     for name in ("wf-a", "wf-b"):
         shutil.copytree(SMALL / name, matrix / name)
@@ -61,13 +63,8 @@ def test_the_table_flags_tampered_and_broken_builds_and_says_why(home, tmp_path,
     out = capsys.readouterr()
     rows = {line.split()[1]: line for line in out.out.splitlines() if "wf-" in line[:8]}
     assert set(rows) == {"wf-a", "wf-b"}, out.out
-    assert rows["wf-b"].split("│")[-2].strip() == "1 tampered", rows["wf-b"]
-    assert rows["wf-a"].split("│")[-2].strip() == "1 broken", rows["wf-a"]
+    assert all(row.split("│")[-2].strip() == "-" for row in rows.values()), rows
     assert all(" 0.00 " in row for row in rows.values()), rows
-    said = [line for line in out.out.splitlines() if line.startswith(("tampered:", "broken:"))]
-    assert len(said) == 2, out.out
-    tampered, broken = sorted(said, key=lambda line: not line.startswith("tampered"))
-    assert tampered.startswith("tampered: wf-b #1") and "must fail" in tampered, out.out
-    assert broken.startswith("broken: wf-a #1") and "printed no result" in broken, out.out
-    assert "wf-b #1: score 0.00 TAMPERED: a check that must fail" in out.err  # progress lines
-    assert "wf-a #1: score 0.00 BROKEN: the acceptance runner printed no result" in out.err
+    assert not [line for line in out.out.splitlines() if line.startswith(("tampered:", "broken:"))]
+    assert "wf-a #1: score 0.00" in out.err and "wf-b #1: score 0.00" in out.err, out.err
+    assert "TAMPERED" not in out.err and "BROKEN" not in out.err, out.err
