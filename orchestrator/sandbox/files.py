@@ -9,13 +9,14 @@ through descriptors (``dir_fd``), so a link swapped in for a folder is not follo
 either. A refusal is an :class:`UnsafeFile` error naming the path and what was found there.
 
 It is also the one way cadillac writes a file anywhere (records, memory, indexes, logs),
-so no writer needs to know whether a sandbox could reach its folder:
-:func:`replace_file` writes a fresh name made with ``O_EXCL|O_NOFOLLOW`` in the folder
-(opened ``O_DIRECTORY|O_NOFOLLOW``) and renames it over the target, so a link at the
-target is replaced, never written through, and a reader sees the old file or the new one;
-:func:`append_file` opens ``O_APPEND|O_NOFOLLOW`` and refuses anything but a regular file
-with one link (a hard link to a file elsewhere is refused too). This module imports nothing
-of cadillac's, so every layer, ``memory/`` included, may use it.
+so no writer needs to know whether a sandbox could reach its folder: :func:`replace_file`
+(and :func:`replacing`, for a writer that needs the open file) writes a fresh name made
+with ``O_EXCL|O_NOFOLLOW`` in the folder (opened ``O_DIRECTORY|O_NOFOLLOW``) and renames
+it over the target, so a link at the target is replaced, never written through, and a
+reader sees the old file or the new one; :func:`append_file` opens ``O_APPEND|O_NOFOLLOW``
+and refuses anything but a regular file with one link (a hard link to a file elsewhere is
+refused too). This module imports nothing of cadillac's, so every layer, ``memory/``
+included, may use it.
 """
 
 from __future__ import annotations
@@ -25,13 +26,16 @@ import os
 import secrets
 import shutil
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
 WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-FRESH_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+FRESH_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
@@ -111,33 +115,34 @@ def _folder(path: Path) -> int:
         raise
 
 
-def replace_file(path: Path, data: bytes | str, mode: int = 0o644, durable: bool = True) -> None:
-    """Write ``path`` anew: a fresh name in its folder, then renamed over ``path``.
+@contextmanager
+def replacing(path: Path, mode: int = 0o644, durable: bool = True) -> Iterator[BinaryIO]:
+    """A fresh file beside ``path`` (open for reading and writing), renamed over ``path``
+    when the block ends without an error, removed when it raises.
 
     The fresh name is made with ``O_CREAT|O_EXCL|O_NOFOLLOW`` inside the folder opened
     with ``O_DIRECTORY|O_NOFOLLOW``, so nothing is written through a link at either name;
     a link (or FIFO) at ``path`` is replaced by the rename, not followed. ``durable``
-    fsyncs the file before the rename and the folder after it (a reader after a crash sees
-    the old file or the new one, whole). UnsafeFile when the folder is a link.
+    fsyncs the file before the rename and the folder after it (after a crash a reader
+    sees the old file or the new one, whole). UnsafeFile when the folder is a link.
     """
     path = Path(path)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
     dfd = _folder(path)
     try:
         while True:
-            tmp = f".{path.name[:200]}.{secrets.token_hex(6)}.tmp"
+            tmp = f".{path.name}.{secrets.token_hex(6)}.tmp"
             try:
                 fd = os.open(tmp, FRESH_FLAGS, 0o600, dir_fd=dfd)
                 break
             except FileExistsError:  # a name someone (a sandbox) made first: another one
                 continue
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(payload)
-                os.fchmod(fh.fileno(), mode)
+            with os.fdopen(fd, "w+b") as fh:
+                os.fchmod(fd, mode)
+                yield fh
+                fh.flush()
                 if durable:
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                    os.fsync(fd)
             os.rename(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
         except BaseException:
             try:  # noqa: SIM105 - keep the original error
@@ -149,6 +154,12 @@ def replace_file(path: Path, data: bytes | str, mode: int = 0o644, durable: bool
             os.fsync(dfd)
     finally:
         os.close(dfd)
+
+
+def replace_file(path: Path, data: bytes | str, mode: int = 0o644, durable: bool = True) -> None:
+    """Write ``path`` anew, whole, never through a link (see :func:`replacing`)."""
+    with replacing(path, mode, durable) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def append_file(path: Path, data: bytes | str) -> None:

@@ -157,3 +157,19 @@ def test_a_folder_with_only_folders_and_regular_files_is_trusted(tmp_path):
     os.unlink(trial / "home" / "runs" / RUN_IDS["wf-a"] / "summary.json")
     os.link(trial / "home" / "memory.jsonl", trial / "home" / "other")
     assert "hard link" in folder_problem(trial)
+
+
+def test_the_cycles_records_replace_a_link_and_never_write_through_it(tmp_path):
+    """``improve --status`` reads summary.json while the cycle rewrites it: it is written
+    whole under a fresh name, and a link left at its name is replaced, not followed."""
+    from orchestrator.improve.cycle import _write
+
+    outside = tmp_path / "outside.json"
+    outside.write_text("keep\n")
+    folder = tmp_path / "improve-x"
+    folder.mkdir()
+    (folder / "summary.json").symlink_to(outside)
+    _write(folder / "summary.json", {"status": "running"})
+    assert outside.read_text() == "keep\n"
+    assert json.loads((folder / "summary.json").read_text()) == {"status": "running"}
+    assert os.listdir(folder) == ["summary.json"]
