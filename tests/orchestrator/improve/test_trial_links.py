@@ -188,3 +188,19 @@ def test_an_edit_of_a_tracked_symlink_is_refused_and_writes_nothing_outside(tmp_
     with pytest.raises(UnsafeFile, match="symbolic link"):
         apply_edits(Proposal(reason="r", edits=[edit]), tree_)
     assert outside.read_text() == "# the user's shell\n"
+
+
+def test_weaknesses_read_no_events_through_a_link_a_trial_made(tmp_path):
+    """A trial's events reach the improver's prompt: never a file it linked to."""
+    from orchestrator.improve.weaknesses import _events
+
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text('{"kind": "phase_failed", "data": {"reason": "sk-live-secret"}}\n')
+    runs = tmp_path / "runs"
+    (runs / RUN_IDS["wf-a"]).mkdir(parents=True)
+    (runs / RUN_IDS["wf-a"] / "events.jsonl").symlink_to(secret)
+    (runs / RUN_IDS["wf-b"]).symlink_to(tmp_path)  # a run folder that leads elsewhere
+    (tmp_path / "events.jsonl").symlink_to(secret)
+    assert _events(runs, RUN_IDS["wf-a"]) == []
+    assert _events(runs, RUN_IDS["wf-b"]) == []
+    assert _events(runs, "../..") == []
