@@ -27,7 +27,7 @@ A trial's folder is written by the trial, so the host never writes through a nam
 ``trial.log`` and the records :func:`mark_interrupted` fixes are written under a fresh
 name and renamed over, ``egress.jsonl`` is appended with ``O_NOFOLLOW``
 (:mod:`orchestrator.sandbox.files`). A trial whose folder holds a link, a FIFO, a device
-or a hard link to elsewhere outside its builds' workspaces, or a ``scoring`` folder, is
+or a file with a second hard link outside its builds' workspaces, or a ``scoring`` folder, is
 judged ``broken`` as a whole, with the reason (:func:`folder_problem`).
 
 The trial process makes itself non-dumpable before it imports the trial's code, so the

@@ -14,9 +14,8 @@ so no writer needs to know whether a sandbox could reach its folder: :func:`repl
 with ``O_EXCL|O_NOFOLLOW`` in the folder (opened ``O_DIRECTORY|O_NOFOLLOW``) and renames
 it over the target, so a link at the target is replaced, never written through, and a
 reader sees the old file or the new one; :func:`append_file` opens ``O_APPEND|O_NOFOLLOW``
-and refuses anything but a regular file with one link (a hard link to a file elsewhere is
-refused too). This module imports nothing of cadillac's, so every layer, ``memory/``
-included, may use it.
+and refuses anything but a regular file. This module imports nothing of cadillac's, so
+every layer, ``memory/`` included, may use it.
 """
 
 from __future__ import annotations
@@ -164,8 +163,11 @@ def replace_file(path: Path, data: bytes | str, mode: int = 0o644, durable: bool
 
 def append_file(path: Path, data: bytes | str) -> None:
     """Add ``data`` at the end of the regular file ``path`` (made when missing), never
-    through a link: a link, FIFO, device, folder, or a file with a second hard link at
-    ``path`` (or a link at its folder's name) is refused with UnsafeFile."""
+    through a link: a link, FIFO, device or folder at ``path`` (or a link at its folder's
+    name) is refused with UnsafeFile, and a FIFO never makes the host wait.
+
+    A hard link is not refused: a sandbox cannot make one to a file outside its own
+    mounts (``link`` across mounts is EXDEV), and backups made with ``cp -al`` hold them."""
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     dfd = _folder(path)
@@ -174,9 +176,6 @@ def append_file(path: Path, data: bytes | str) -> None:
     finally:
         os.close(dfd)
     try:
-        if os.fstat(fd).st_nlink != 1:
-            why = f"{path} has another hard link; cadillac appends to none"
-            raise UnsafeFile(errno.EMLINK, why)
         view = memoryview(payload)
         while view:
             view = view[os.write(fd, view) :]
