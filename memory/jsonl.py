@@ -6,8 +6,10 @@ Writing
 
 * Every write happens under a ``filelock`` on ``<file>.lock``. An append is one
   ``write()`` on an ``O_APPEND`` descriptor; a rewrite (forget, merge, boost)
-  writes a temporary file beside the original, fsyncs it, renames it into place
-  and fsyncs the folder, so a reader sees the old file or the new one, never half.
+  writes a temporary file beside the original (a fresh name, made with
+  ``O_EXCL|O_NOFOLLOW`` by :func:`orchestrator.sandbox.files.replacing`), fsyncs it,
+  renames it into place and fsyncs the folder, so a reader sees the old file or the
+  new one, never half.
 * The file may be a symlink (one memory shared by several homes). A rewrite
   resolves the link anew and replaces the *target* (temporary file in the
   target's folder, rename onto the target, fsync of that folder), so the link
@@ -81,10 +83,10 @@ import errno
 import json
 import os
 import stat
-import tempfile
 import time
 import warnings
 from collections.abc import Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -93,6 +95,7 @@ from filelock import FileLock
 from pydantic import BaseModel, ValidationError
 
 from memory.gcpause import paused_gc
+from orchestrator.sandbox.files import replacing
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -465,9 +468,10 @@ class JsonlFile(Generic[R]):
             lines.append(line)
         lines.append(b"")
         payload = b"\n".join(lines)
+        fresh = ExitStack()
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=folder)
+            fh = fresh.enter_context(replacing(target, _mode_of(target)))  # never via a link
         except OSError as exc:
             raise RewriteFailed(
                 exc.errno,
@@ -475,15 +479,15 @@ class JsonlFile(Generic[R]):
                 " changed (make that folder writable and retry)",
                 str(self.path),
             ) from None
+        fd = -1
         try:
-            moved = self._quarantine(target)  # durable before the rename: never in neither file
-            os.fchmod(fd, _mode_of(target))
-            _write_all(fd, payload)
-            os.fsync(fd)
-            os.replace(tmp, target)
+            with fresh:  # renamed over the target (and fsynced, with its folder) at the end
+                moved = self._quarantine(target)  # durable before the rename: never in neither
+                _write_all(fh.fileno(), payload)
+                fd = os.dup(fh.fileno())
         except BaseException as exc:
-            os.close(fd)
-            Path(tmp).unlink(missing_ok=True)
+            if fd >= 0:
+                os.close(fd)
             if isinstance(exc, OSError) and not isinstance(exc, RewriteFailed):
                 where = f" on {exc.filename}" if exc.filename else ""
                 raise RewriteFailed(
@@ -502,7 +506,6 @@ class JsonlFile(Generic[R]):
         self._offset = st.st_size
         self._edge = payload[-EDGE:]
         self._stamp = _stamp(st)
-        _fsync_folder(folder)
         if moved:
             warnings.warn(
                 f"{self.path}: moved {moved} invalid line(s) to {_rejected_path(target)}",

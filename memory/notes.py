@@ -20,9 +20,9 @@ What this module decides, and why:
   what the files say (a hand edit, a hand-added or hand-deleted file): the catalog is
   always rebuilt from the files, never trusted over them.
 * Writes happen under a filelock in the folder (``.notes.lock``) and are atomic: a
-  temporary file in the folder, fsync, ``os.replace``. A symlink planted at a note's path
-  is replaced, never followed; a notes folder (or lock) that is itself a symlink is
-  refused.
+  fresh file in the folder, fsync, rename (:func:`orchestrator.sandbox.files.replace_file`).
+  A symlink planted at a note's path is replaced, never followed; a notes folder (or
+  lock) that is itself a symlink is refused.
 * Reads are defensive, for files a model or a stranger's export may have written: a
   symlink, a FIFO or device, a file over :data:`MAX_NOTE_BYTES`, bad UTF-8, bad YAML or a
   missing name is skipped and listed in ``problems`` with why; the other notes load.
@@ -46,7 +46,6 @@ import math
 import os
 import re
 import stat
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -58,6 +57,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from memory import mdfile
 from memory.text import clean
 from memory.tokens import term_set, terms
+from orchestrator.sandbox.files import replace_file
 
 NOTE_TYPES = (
     "convention",
@@ -307,33 +307,10 @@ def _check_regular(st: os.stat_result, cap: int) -> None:
 
 
 def write_atomic(path: Path, text: str, durable: bool = True) -> None:
-    """Replace ``path`` with ``text``: temp file in its folder, fsync, rename (a symlink at
-    ``path`` is replaced, not followed), fsync of the folder. ``durable=False`` skips the
-    fsyncs (an export: a copy, written by the hundred)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        data = text.encode("utf-8")
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fchmod(fd, 0o644)
-        if durable:
-            os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.replace(tmp, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    if not durable:
-        return
-    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
+    """Replace ``path`` with ``text`` by cadillac's one atomic write (a fresh name, fsync,
+    rename: a symlink at ``path`` is replaced, not followed; fsync of the folder).
+    ``durable=False`` skips the fsyncs (an export: a copy, written by the hundred)."""
+    replace_file(path, text, durable=durable)
 
 
 def check_folder(path: Path) -> None:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
 import shutil
 import stat
 import time
@@ -50,6 +49,7 @@ from memory.guard import injection
 from memory.tags import LANGUAGE_TAGS, normalize_tags, stack_tags
 from memory.text import clean
 from memory.tokens import term_set
+from orchestrator.sandbox.files import replace_file
 
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 FILE = "SKILL.md"
@@ -87,7 +87,6 @@ _KEYS = (
 _IGNORED = frozenset({"scope"})
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_NONBLOCK | os.O_CLOEXEC
-WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class SkillNotFound(KeyError):
@@ -354,21 +353,8 @@ class SkillBook:
                 fd = os.open(skill.name, DIR_FLAGS, dir_fd=root_fd)
             except OSError as exc:
                 raise BadSkill(f"{root / skill.name}: {_why(exc)}") from None
-            try:
-                tmp = f".{FILE}.{secrets.token_hex(4)}.tmp"
-                out = os.open(tmp, WRITE_FLAGS, 0o644, dir_fd=fd)
-                try:
-                    with os.fdopen(out, "wb") as fh:
-                        fh.write(skill.text().encode("utf-8"))
-                        fh.flush()
-                        os.fsync(fh.fileno())
-                    os.replace(tmp, FILE, src_dir_fd=fd, dst_dir_fd=fd)
-                except BaseException:
-                    with suppress(OSError):
-                        os.unlink(tmp, dir_fd=fd)
-                    raise
-            finally:
-                os.close(fd)
+            os.close(fd)  # a real folder, not a link: cadillac's one atomic write goes there
+            replace_file(root / skill.name / FILE, skill.text())
 
     def save(self, skill: Skill, replace: bool = True) -> Skill:
         """Write ``skill`` into its scope (``replace=False``: BadSkill when the name is

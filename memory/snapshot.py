@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +33,7 @@ import numpy as np
 from memory import tags, tokens
 from memory.index import TAG_BITS, LessonIndex
 from memory.lesson import Lesson
+from orchestrator.sandbox.files import replacing
 
 FORMAT = 1
 MIN_LESSONS = 5000
@@ -78,14 +77,8 @@ def save(index: LessonIndex, path: Path) -> bool:
     state["fingerprints"] = fingerprints(lessons)
     state["signature"] = np.frombuffer(signature().encode(), np.uint8)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **state)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with replacing(path, durable=False) as fh:  # a cache: no fsync
+            np.savez(fh, **state)
     except OSError:
         return False
     return True

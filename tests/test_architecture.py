@@ -76,6 +76,10 @@ ALLOWED: dict[str, set[str]] = {
 }
 """Layer -> the other layers it may import. The order of the table is the direction."""
 
+LEAVES = {"orchestrator.sandbox.files"}
+"""Modules every layer may use although their layer sits lower: cadillac's one atomic,
+no-follow write (and append, and reads), which imports nothing of cadillac's itself."""
+
 
 def _modules() -> dict[str, Path]:
     found = {}
@@ -127,7 +131,7 @@ def wrong_directions(graph: dict[str, set[str]], module: str) -> list[str]:
     return sorted(
         f"{dep} ({_layer(dep)})"
         for dep in graph[module]
-        if _layer(dep) != mine and _layer(dep) not in ALLOWED[mine]
+        if _layer(dep) != mine and _layer(dep) not in ALLOWED[mine] and dep not in LEAVES
     )
 
 
@@ -180,3 +184,17 @@ def test_the_checks_find_a_planted_upward_import_and_a_planted_circle():
     circle = find_circle(planted)
     assert circle is not None and circle[0] == circle[-1]
     assert set(circle) == {"orchestrator.nightly.records", "orchestrator.nightly.report"}
+
+
+@pytest.mark.parametrize("leaf", sorted(LEAVES))
+def test_a_leaf_module_imports_nothing_of_cadillacs(leaf):
+    assert GRAPH[leaf] == set(), f"{leaf} imports {', '.join(sorted(GRAPH[leaf]))}"
+
+
+def test_a_leaf_allows_that_module_and_no_other_of_its_layer():
+    planted = {**GRAPH, "memory.store": GRAPH["memory.store"] | {"orchestrator.sandbox.policy"}}
+    assert wrong_directions(planted, "memory.store") == [
+        "orchestrator.sandbox.policy (orchestrator.sandbox)"
+    ]
+    assert "orchestrator.sandbox.files" in GRAPH["memory.jsonl"]
+    assert wrong_directions(GRAPH, "memory.jsonl") == []

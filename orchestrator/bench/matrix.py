@@ -38,6 +38,7 @@ from orchestrator.build.runs import new_run_id
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
+from orchestrator.sandbox.files import replace_file
 from orchestrator.sandbox.installs import remove_envs
 
 
@@ -254,6 +255,4 @@ class _Spend:
 
 
 def _write(folder: Path, results: MatrixResults) -> None:
-    tmp = folder / "results.json.tmp"
-    tmp.write_text(results.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(folder / "results.json")
+    replace_file(folder / "results.json", results.model_dump_json(indent=2) + "\n")

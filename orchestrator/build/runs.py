@@ -15,7 +15,6 @@ other kinds of run (matrix, improve, nightly) the same way.
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import shutil
@@ -29,6 +28,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.build.source import Source
 from orchestrator.errors import CadillacError
+from orchestrator.sandbox.files import append_file, replace_file
 from phases.suite import SuiteInventory
 
 SCHEMA = 1
@@ -266,7 +266,7 @@ class Run:
         run = cls(runs_dir, record.run_id)
         run.dir.mkdir(parents=True, exist_ok=False)
         try:
-            run.task_path.write_text(text, encoding="utf-8")
+            replace_file(run.task_path, text)
             run.workspace.mkdir()
         except BaseException:
             shutil.rmtree(run.dir, ignore_errors=True)
@@ -281,9 +281,7 @@ class Run:
         return run
 
     def save_task(self, record: TaskRecord) -> None:
-        tmp = self.task_path.with_suffix(".json.tmp")
-        tmp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, self.task_path)
+        replace_file(self.task_path, record.model_dump_json(indent=2) + "\n")
 
     @property
     def patch_path(self) -> Path:
@@ -295,9 +293,7 @@ class Run:
 
     def event(self, kind: str, phase: str | None = None, round: int | None = None, **data) -> None:
         line = Event(kind=kind, phase=phase, round=round, data=data).model_dump_json()
-        with self.events_path.open("a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
+        append_file(self.events_path, line + "\n")
 
     def events(self) -> list[Event]:
         if not self.events_path.is_file():
@@ -311,9 +307,7 @@ class Run:
         return out
 
     def save_summary(self, summary: RunSummary) -> None:
-        tmp = self.summary_path.with_suffix(".json.tmp")
-        tmp.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, self.summary_path)
+        replace_file(self.summary_path, summary.model_dump_json(indent=2) + "\n")
 
     def summary(self) -> RunSummary | None:
         """The run's summary.json; None before its first phase ended (RunUnreadable when it

@@ -55,6 +55,7 @@ from orchestrator.improve.rounds import Books, Rounds
 from orchestrator.improve.trial import CapReached, MatrixRunner, run_tests
 from orchestrator.improve.weaknesses import Weakness, find_weaknesses
 from orchestrator.llm.client import LLMClient, ModelError
+from orchestrator.sandbox.files import replace_file
 
 
 def _write(path: Path, data: BaseModel | dict | str) -> None:
@@ -62,7 +63,7 @@ def _write(path: Path, data: BaseModel | dict | str) -> None:
         data = data.model_dump_json(indent=2)
     elif isinstance(data, dict):
         data = json.dumps(data, indent=2)
-    path.write_text(data + ("\n" if not data.endswith("\n") else ""), encoding="utf-8")
+    replace_file(path, data + ("\n" if not data.endswith("\n") else ""))  # read while written
 
 
 class ImproveCycle:

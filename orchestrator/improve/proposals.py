@@ -17,6 +17,7 @@ worktree is made.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
@@ -25,6 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.improve.weaknesses import Weakness
 from orchestrator.llm.client import LLMClient
+from orchestrator.sandbox.files import read_regular, replace_file
 
 DEFAULT_ALLOW = ("phases/", "orchestrator/build/", "orchestrator/tools/")
 """What a patch may change: the phases' prompts and checks, the build loop, the model's tools."""
@@ -109,10 +111,13 @@ def check_proposal(proposal: Proposal, read: FileReader, allow: tuple[str, ...])
 
 
 def apply_edits(proposal: Proposal, root: Path) -> None:
+    """Make the edits in the worktree ``root``; a file that is a link (a tracked symlink)
+    is refused (UnsafeFile), never read or written through."""
     for edit in proposal.edits:
         target = root / edit.file
-        text = target.read_text(encoding="utf-8")
-        target.write_text(text.replace(edit.search, edit.replace, 1), encoding="utf-8")
+        text = read_regular(target).decode("utf-8")
+        mode = os.lstat(target).st_mode & 0o777  # an executable script stays one
+        replace_file(target, text.replace(edit.search, edit.replace, 1), mode=mode)
 
 
 EVIDENCE_CHARS = 4000

@@ -20,6 +20,7 @@ from pathlib import Path
 from orchestrator.bench.decision import Round
 from orchestrator.bench.results import NOT_BUILT, MatrixResults, merge_results
 from orchestrator.improve.trial import CapReached, MatrixRunner, RoundSpec
+from orchestrator.sandbox.files import replace_file
 
 
 def built(results: MatrixResults) -> int:
@@ -137,7 +138,7 @@ class Rounds:
         """Count a round's builds in the books and keep its results on disk."""
         self.books.add(res)
         path = self.folder / "rounds" / f"{stage}-{side}.json"
-        path.write_text(json.dumps(res.model_dump(mode="json"), indent=2) + "\n")
+        replace_file(path, json.dumps(res.model_dump(mode="json"), indent=2) + "\n")
         self.builds[stage] = self.builds.get(stage, 0) + built(res)
 
     def pooled(self, side: str) -> MatrixResults | None:

@@ -22,7 +22,16 @@ trusted with the judge. So:
   with: the baseline's), with the hidden checks the trial never saw
   (:func:`orchestrator.bench.scoring.score_build`). The candidate's code builds; it never
   scores itself. What the trial reports is read as data and checked: run ids must name
-  run folders of the trial, each task and repeat once.
+  run folders of the trial, each task and repeat once. Scoring happens in the iteration's
+  ``judge/<label>-trial/`` folder, which no trial's sandbox ever sees, so the hidden checks
+  are never copied where a trial could have pointed a link.
+
+A trial's folder is written by the trial, so the host never writes through a name in it:
+``trial.log`` and the records :func:`mark_interrupted` fixes are written under a fresh
+name and renamed over, ``egress.jsonl`` is appended with ``O_NOFOLLOW``
+(:mod:`orchestrator.sandbox.files`). A trial whose folder holds a link, a FIFO, a device
+or a file with a second hard link outside its builds' workspaces, or a ``scoring`` folder, is
+judged ``broken`` as a whole, with the reason (:func:`folder_problem`).
 
 The trial process makes itself non-dumpable before it imports the trial's code, so the
 build commands it sandboxes in turn (whose sandbox shares its ``/proc``) cannot read its
@@ -35,6 +44,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 import threading
 import time
@@ -60,7 +70,7 @@ from orchestrator.llm.client import LLMConfig
 from orchestrator.llm.keys import provider_env
 from orchestrator.sandbox import egress
 from orchestrator.sandbox.executor import ExecConfig, run_command
-from orchestrator.sandbox.files import read_regular, what_is
+from orchestrator.sandbox.files import kind_of, read_regular, remove_tree, replace_file, what_is
 from orchestrator.sandbox.installs import remove_envs
 
 RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}")
@@ -109,8 +119,8 @@ def run_tests(
         env={"PYTHONPATH": str(code), "PYTHONDONTWRITEBYTECODE": "1"},
         visible=[code, *runtime_paths()],
     )
-    shutil.rmtree(scratch, ignore_errors=True)
-    log.write_text(f"$ {shlex.join(command)}\n{result.for_model()}\n", encoding="utf-8")
+    remove_tree(scratch)
+    replace_file(log, f"$ {shlex.join(command)}\n{result.for_model()}\n")
     return result.ok
 
 
@@ -144,14 +154,56 @@ RECORD_LIMIT = 4_000_000
 """The largest trial record read back (bytes): a trial's records are data, not trusted."""
 
 
-def _replace(path: Path, text: str) -> None:
-    """Write ``path`` anew by renaming a fresh file over it: a link a trial left at either
-    name is replaced, never followed."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+TRIAL_FILES = ("trial.log", "egress.jsonl", "home/memory.jsonl", "home/phase_budgets.jsonl")
+"""Names in a trial's folder that are regular files or nothing."""
+UNSEEN = ("scoring",)
+"""Names a trial's folder never holds: the judge's folders are made outside it."""
+MAX_DEPTH = 64
+
+
+def folder_problem(trial: Path) -> str:
+    """Why a trial's folder, written by the trial, cannot be trusted ("" when it can).
+
+    Run once the trial's sandbox is gone (nothing writes there any more): outside its
+    builds' workspaces (``home/runs/<id>/workspace``, copied without links when scored)
+    and the copy of the environment templates (``home/.cache``), every entry must be a
+    folder or a regular file with one link; :data:`TRIAL_FILES` are regular files when
+    present and :data:`UNSEEN` are absent.
+    """
+    for name in UNSEEN:
+        if what_is(trial / name) != "nothing":
+            return f"{name} is {what_is(trial / name) or 'a file'}; a trial never makes one"
+    for name in TRIAL_FILES:
+        found = what_is(trial / name)
+        if found not in (None, "nothing"):
+            return f"{name} is {found}; cadillac writes a regular file there"
+    return _walk_problem(trial, "", MAX_DEPTH)
+
+
+def _skipped(where: str) -> bool:
+    parts = where.split("/")
+    if parts == ["home", ".cache"]:
+        return True
+    return len(parts) == 4 and parts[:2] == ["home", "runs"] and parts[3] == "workspace"
+
+
+def _walk_problem(folder: Path, rel: str, depth: int) -> str:
+    if depth <= 0:
+        return f"{rel} is deeper than {MAX_DEPTH} folders"
+    with os.scandir(folder) as entries:
+        found = sorted((e.name, e.stat(follow_symlinks=False)) for e in entries)
+    for name, st in found:
+        where = f"{rel}{name}"
+        if stat.S_ISDIR(st.st_mode):
+            deeper = f"{where}/", depth - 1
+            problem = "" if _skipped(where) else _walk_problem(folder / name, *deeper)
+            if problem:
+                return problem
+        elif not stat.S_ISREG(st.st_mode):
+            return f"{where} is {kind_of(st.st_mode)}"
+        elif st.st_nlink != 1:
+            return f"{where} is a hard link ({st.st_nlink} names)"
+    return ""
 
 
 def mark_interrupted(home: Path) -> None:
@@ -189,7 +241,7 @@ def _interrupt_build(folder: Path, now: float) -> None:
             return
     summary.status, summary.reason, summary.ended = "interrupted", STOPPED, now
     summary.seconds = round(max(0.0, now - summary.started), 3)
-    _replace(summary_path, summary.model_dump_json(indent=2) + "\n")
+    replace_file(summary_path, summary.model_dump_json(indent=2) + "\n")
 
 
 def _interrupt_matrix(folder: Path, now: float) -> None:
@@ -201,7 +253,7 @@ def _interrupt_matrix(folder: Path, now: float) -> None:
     for run in results.runs:
         if run.status == "running":
             run.status = "interrupted"
-    _replace(path, results.model_dump_json(indent=2) + "\n")
+    replace_file(path, results.model_dump_json(indent=2) + "\n")
 
 
 class MatrixRunner(Protocol):
@@ -281,8 +333,8 @@ class SandboxedMatrix:
 
     def run(self, code: Path, label: str, folder: Path, round: RoundSpec) -> MatrixResults:
         trial = folder / f"{label}-trial"
-        if trial.exists():
-            shutil.rmtree(trial)
+        remove_tree(trial)
+        remove_tree(_judge_folder(trial))
         public, home = trial / "matrix", trial / "home"
         self._public_matrix(public)
         self._frozen_home(home)
@@ -300,11 +352,22 @@ class SandboxedMatrix:
             )
             counted = None if gate is None else self._gate_spend(gate)
             cut = "" if gate is None else gate.cut
-        (trial / "trial.log").write_text(done.for_model(), encoding="utf-8")
+        broken = folder_problem(trial)  # before any host write into it
+        remove_tree(trial / "trial.log")  # whatever the trial left at that name
+        replace_file(trial / "trial.log", done.for_model())
         if done.stopped:  # killed outright: its builds could not say so themselves
             mark_interrupted(home)
             raise KeyboardInterrupt
         claimed = self._claimed(home)
+        if claimed is None and broken:
+            claimed = MatrixResults(
+                id=new_run_id(),
+                matrix=str(public),
+                model=self.llm.model,
+                repeats=round.repeats,
+                split=round.split,
+                started=time.time(),
+            )
         if claimed is None:
             raise CadillacError(
                 f"the {label} matrix run left no results: {done.for_model()[-400:]}"
@@ -314,8 +377,15 @@ class SandboxedMatrix:
             spend.charge(claimed, counted)
             why = claimed.stopped_because or cut
             raise CapReached(f"the {label} round stopped early: {why}", claimed)
+        if broken:  # nothing of it is scored: every build of the round is broken
+            for run in claimed.runs:
+                run.reached_validate = False
         results = self._judge(claimed, home, trial, round)
         spend.charge(results, counted)
+        if broken:
+            for run in results.runs:
+                run.verdict, run.score = "broken", 0.0
+                run.failure = f"the trial's folder cannot be trusted: {broken}"[:500]
         results.runs_dir = str(home / "runs")
         return results
 
@@ -397,11 +467,18 @@ class SandboxedMatrix:
 
     # ------------------------------------------------------------------ the judge
     def _claimed(self, home: Path) -> MatrixResults | None:
-        found = sorted((home / "runs").glob("matrix-*/results.json"))
-        if len(found) != 1 or found[0].is_symlink():
+        runs = home / "runs"
+        if what_is(runs) != "a folder":
+            return None
+        found = [  # never through a link the trial made
+            runs / name / "results.json"
+            for name in sorted(os.listdir(runs))
+            if name.startswith("matrix-") and what_is(runs / name) == "a folder"
+        ]
+        if len(found) != 1:
             return None
         try:
-            return MatrixResults.model_validate_json(found[0].read_bytes())
+            return MatrixResults.model_validate_json(read_regular(found[0], RECORD_LIMIT))
         except (ValidationError, ValueError, OSError):
             return None
 
@@ -455,7 +532,7 @@ class SandboxedMatrix:
             scored = score_build(
                 task,
                 workspace,
-                trial / "scoring" / run.run_id,
+                _judge_folder(trial) / run.run_id,
                 self.executor,
                 self.home.cache_dir,
             )
@@ -463,7 +540,13 @@ class SandboxedMatrix:
             run.verdict, run.failure = "broken", f"the workspace cannot be scored: {exc}"[:500]
             return
         finally:  # the environments are re-made by any later scoring; a night keeps sources
-            remove_envs(trial / "scoring" / run.run_id / "project")
+            remove_envs(_judge_folder(trial) / run.run_id / "project")
             remove_envs(workspace)
         run.checks_passed, run.checks_total = scored.passed, scored.total
         run.score, run.verdict, run.failure = scored.score, scored.verdict, scored.failures
+
+
+def _judge_folder(trial: Path) -> Path:
+    """Where a trial's builds are scored: beside the trial's folder, never inside it (the
+    iteration's ``judge/<label>-trial``), so no sandboxed process ever had it."""
+    return trial.parent / "judge" / trial.name

@@ -30,6 +30,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.bench.results import MatrixResults
+from orchestrator.sandbox.files import read_regular, what_is
 from phases import PHASES
 
 EXCERPTS = 5
@@ -66,12 +67,23 @@ def _targets(phase: str | None, kind: str) -> list[str]:
     return list(dict.fromkeys(files))
 
 
+EVENTS_LIMIT = 8_000_000
+"""The most of a build's events read (bytes): a trial wrote them, and they reach a prompt."""
+
+
 def _events(runs_dir: Path, run_id: str) -> list[dict]:
-    path = runs_dir / run_id / "events.jsonl"
-    if not run_id or not path.is_file():
+    """A build's events; none for a run id that names no run folder, or a file that is a
+    link (a trial's folders are its own: nothing is read through a link it made)."""
+    if not re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", run_id or ""):
+        return []
+    if what_is(runs_dir / run_id) != "a folder":
+        return []
+    try:
+        data = read_regular(runs_dir / run_id / "events.jsonl", EVENTS_LIMIT)
+    except OSError:
         return []
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in data.decode("utf-8", "replace").splitlines():
         try:
             out.append(json.loads(line))
         except ValueError:

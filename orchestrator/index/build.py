@@ -46,6 +46,7 @@ from orchestrator.index.records import (
 from orchestrator.index.resolve import Tree, import_relations
 from orchestrator.index.testmap import test_relations
 from orchestrator.index.walk import Entry, Walk, inside, is_binary
+from orchestrator.sandbox.files import replace_file
 
 MAX_SKIPPED_KEPT = 500
 _STRING = r'([^"\\\n]*(?:\\.[^"\\\n]*)*)'  # the inside of a JSON string, escapes and all
@@ -117,7 +118,7 @@ def build_index(
     store.write_lines(out / store.SYMBOLS, got.symbols.lines)
     store.write_jsonl(out / store.RELATIONS, relations)
     text = digest(root.name, got.files, got.symbols.heads)
-    store.write_atomic(out / store.DIGEST, text.encode("utf-8"))
+    replace_file(out / store.DIGEST, text, durable=False)
     report = IndexReport(
         files=len(got.files),
         symbols=len(got.symbols.lines),
@@ -239,7 +240,7 @@ def _write_meta(root: Path, out: Path, report: IndexReport, config: IndexConfig,
         skipped=report.skipped[:MAX_SKIPPED_KEPT],
         config=config,
     )
-    store.write_atomic(out / store.META, meta.model_dump_json(indent=1).encode("utf-8"))
+    replace_file(out / store.META, meta.model_dump_json(indent=1), durable=False)
 
 
 def _languages(files: list[FileRecord]) -> dict[str, int]:

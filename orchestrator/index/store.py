@@ -1,23 +1,22 @@
 """The index folder's files: written whole or not at all, read back without trusting them.
 
-Every file is written to a temporary file in the same folder and moved over the old one
-with ``os.replace``, so a reader sees the old index or the new one, never half of one;
-``index.json`` goes last. Reading opens with ``O_NOFOLLOW`` (the folder may sit where a
-model can plant links) and validates the records in one pydantic call per file; a file
+Every file is written under a fresh name in the same folder and renamed over the old one
+(:func:`orchestrator.sandbox.files.replace_file`, never through a link), so a reader sees
+the old index or the new one, never half of one; ``index.json`` goes last (no fsync: an
+index is remade from its tree). Reading opens with ``O_NOFOLLOW`` (the folder may sit where
+a model can plant links) and validates the records in one pydantic call per file; a file
 with bad lines still gives its good ones, and says how many it dropped.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from orchestrator.errors import CadillacError
-from orchestrator.sandbox.files import read_regular, what_is
+from orchestrator.sandbox.files import read_regular, replace_file, what_is
 
 FILES = "files.jsonl"
 SYMBOLS = "symbols.jsonl"
@@ -37,17 +36,6 @@ def prepare(out: Path) -> None:
         raise CadillacError(f"{out} is {found or 'a file'}; the index needs a folder there")
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def dump(record: BaseModel, compact: bool = False) -> str:
     """One JSONL line. ``compact`` leaves out the fields at their defaults (a field without
     a default, like ``FileRecord.parse_errors``, is always written), which halves what a
@@ -60,7 +48,7 @@ def write_jsonl(path: Path, records: list[BaseModel], compact: bool = False) -> 
 
 
 def write_lines(path: Path, lines: list[str]) -> None:
-    write_atomic(path, ("\n".join(lines) + "\n" if lines else "").encode("utf-8"))
+    replace_file(path, ("\n".join(lines) + "\n" if lines else "").encode("utf-8"), durable=False)
 
 
 def read_bytes(path: Path) -> bytes:

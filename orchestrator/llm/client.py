@@ -79,6 +79,7 @@ from tenacity import (
 from tenacity.wait import wait_base
 
 from orchestrator.errors import CadillacError
+from orchestrator.sandbox.files import append_file
 
 MODEL_HINT = (
     "set CADILLAC_MODEL or pass --model (a litellm model string such as "
@@ -628,8 +629,7 @@ class LLMClient:
         except UnicodeEncodeError:
             data = json.dumps(record, ensure_ascii=True, default=str).encode("ascii")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as fh:
-            fh.write(data + b"\n")
+        append_file(self.log_path, data + b"\n")
 
     def _explain(self, litellm, endpoint: Endpoint, exc: BaseException) -> str:
         from orchestrator.llm import backends

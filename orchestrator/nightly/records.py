@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
+from orchestrator.sandbox.files import replace_file
 
 Status = Literal["running", "finished", "interrupted", "failed"]
 
@@ -82,8 +83,8 @@ class NightlyLock:
             self.lock.acquire()
         except Timeout:
             return False
-        self.info.write_text(
-            json.dumps({"pid": os.getpid(), "since": time.time(), "folder": str(folder)})
+        replace_file(
+            self.info, json.dumps({"pid": os.getpid(), "since": time.time(), "folder": str(folder)})
         )
         return True
 
@@ -135,4 +136,4 @@ def stale_running_becomes_interrupted(home: Home) -> None:
         if record.status == "running":
             record.status = "interrupted"
             record.reason = "the process was killed before the night ended"
-            path.write_text(record.model_dump_json(indent=2) + "\n")
+            replace_file(path, record.model_dump_json(indent=2) + "\n")

@@ -39,6 +39,7 @@ from memory import LESSON_TYPES, MemoryStore, PhaseBudgets
 from orchestrator.home import Home
 from orchestrator.nightly import charts
 from orchestrator.nightly.records import NightlyRecord, stale_running_becomes_interrupted
+from orchestrator.sandbox.files import replace_file
 from phases import DEFAULT_ROUNDS, PHASES
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -360,8 +361,8 @@ def night_summary(folder: Path) -> dict[str, Any]:
 def write_reports(home: Home, folder: Path) -> None:
     """report.html and report.md of one night, then the index."""
     data = gather(home, folder)
-    (folder / "report.html").write_text(render_html(data), encoding="utf-8")
-    (folder / "report.md").write_text(render_md(data), encoding="utf-8")
+    replace_file(folder / "report.html", render_html(data), durable=False)
+    replace_file(folder / "report.md", render_md(data), durable=False)
     write_index(home)
 
 
@@ -373,7 +374,7 @@ def write_index(home: Home) -> Path:
         nights.append(facts)
     home.runs_dir.mkdir(parents=True, exist_ok=True)
     path = home.runs_dir / "index.html"
-    path.write_text(_render("index.html", nights=nights), encoding="utf-8")
+    replace_file(path, _render("index.html", nights=nights), durable=False)
     return path
 
 

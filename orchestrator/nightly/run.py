@@ -35,6 +35,7 @@ from orchestrator.hooks import Hooks
 from orchestrator.improve.setup import CycleRequest
 from orchestrator.nightly.records import NightlyLock, NightlyRecord, night_folder
 from orchestrator.nightly.report import write_reports
+from orchestrator.sandbox.files import replace_file
 
 FORMAT = logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S")
 
@@ -96,7 +97,7 @@ def run_nightly(
     )
 
     def save() -> None:
-        (folder / "nightly.json").write_text(record.model_dump_json(indent=2) + "\n")
+        replace_file(folder / "nightly.json", record.model_dump_json(indent=2) + "\n")
         write_reports(home, folder)
 
     def on_term(signum, frame):

@@ -58,6 +58,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from orchestrator.errors import CadillacError
+from orchestrator.sandbox.files import append_file
 from orchestrator.sandbox.tls_hello import (
     TLS_UNRECOGNIZED_NAME,
     hello_for,
@@ -217,6 +218,8 @@ class EgressGate:
         self.allowed = {(h.lower(), int(p)) for h, p in allowed}
         self.log = log
         self.decisions: list[dict] = []
+        self.log_refused = ""
+        """Why a decision could not be logged (the log was made a link, a FIFO ...)."""
         self._lock = threading.Lock()
         self._server: socket.socket | None = None
         self._closing = threading.Event()
@@ -294,9 +297,11 @@ class EgressGate:
         record["allowed"] = allowed
         with self._lock:
             self.decisions.append(record)
-            if self.log is not None:
-                with self.log.open("a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(record) + "\n")
+            if self.log is not None:  # in a folder the trial writes: never through a link
+                try:
+                    append_file(self.log, json.dumps(record) + "\n")
+                except OSError as exc:
+                    self.log_refused = self.log_refused or str(exc)
         return allowed
 
     def _serve(self, client: socket.socket) -> None:

@@ -7,20 +7,35 @@ access here opens with ``O_NOFOLLOW`` (and ``O_NONBLOCK``, so a FIFO cannot hang
 host) and checks with ``fstat`` that it holds a regular file; a walk goes folder by folder
 through descriptors (``dir_fd``), so a link swapped in for a folder is not followed
 either. A refusal is an :class:`UnsafeFile` error naming the path and what was found there.
+
+It is also the one way cadillac writes a file anywhere (records, memory, indexes, logs),
+so no writer needs to know whether a sandbox could reach its folder: :func:`replace_file`
+(and :func:`replacing`, for a writer that needs the open file) writes a fresh name made
+with ``O_EXCL|O_NOFOLLOW`` in the folder (opened ``O_DIRECTORY|O_NOFOLLOW``) and renames
+it over the target, so a link at the target is replaced, never written through, and a
+reader sees the old file or the new one; :func:`append_file` opens ``O_APPEND|O_NOFOLLOW``
+and refuses anything but a regular file. This module imports nothing of cadillac's, so
+every layer, ``memory/`` included, may use it.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import secrets
 import shutil
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
 WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+FRESH_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class UnsafeFile(OSError):
@@ -51,9 +66,9 @@ def what_is(path: Path) -> str | None:
     return None if stat.S_ISREG(mode) else kind_of(mode)
 
 
-def _open(path: Path, flags: int, mode: int = 0o644) -> int:
+def _open(path: Path, flags: int, mode: int = 0o644, dir_fd: int | None = None) -> int:
     try:
-        fd = os.open(path, flags, mode)
+        fd = os.open(path.name if dir_fd is not None else path, flags, mode, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENXIO):
             found = what_is(path) or "not a regular file"
@@ -84,6 +99,88 @@ def write_regular(path: Path, data: bytes) -> None:
     fd = _open(Path(path), WRITE_FLAGS)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
+
+
+def _folder(path: Path) -> int:
+    """A descriptor of ``path``'s folder, refusing a link (or anything else) at its name."""
+    try:
+        return os.open(path.parent, DIR_FLAGS)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            found = what_is(path.parent) or "a file"
+            raise UnsafeFile(
+                exc.errno, f"{path.parent} is {found}; cadillac writes only into a real folder"
+            ) from None
+        raise
+
+
+@contextmanager
+def replacing(path: Path, mode: int = 0o644, durable: bool = True) -> Iterator[BinaryIO]:
+    """A fresh file beside ``path`` (open for reading and writing), renamed over ``path``
+    when the block ends without an error, removed when it raises.
+
+    The fresh name is made with ``O_CREAT|O_EXCL|O_NOFOLLOW`` inside the folder opened
+    with ``O_DIRECTORY|O_NOFOLLOW``, so nothing is written through a link at either name;
+    a link (or FIFO) at ``path`` is replaced by the rename, not followed. ``durable``
+    fsyncs the file before the rename and the folder after it (after a crash a reader
+    sees the old file or the new one, whole). UnsafeFile when the folder is a link.
+    """
+    path = Path(path)
+    dfd = _folder(path)
+    try:
+        while True:
+            tmp = f".{path.name}.{secrets.token_hex(6)}.tmp"
+            try:
+                fd = os.open(tmp, FRESH_FLAGS, 0o600, dir_fd=dfd)
+                break
+            except FileExistsError:  # a name someone (a sandbox) made first: another one
+                continue
+        try:
+            with os.fdopen(fd, "w+b") as fh:
+                os.fchmod(fd, mode)
+                yield fh
+                fh.flush()
+                if durable:
+                    os.fsync(fd)
+            os.rename(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            try:  # noqa: SIM105 - keep the original error
+                os.unlink(tmp, dir_fd=dfd)
+            except OSError:
+                pass
+            raise
+        if durable:
+            os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def replace_file(path: Path, data: bytes | str, mode: int = 0o644, durable: bool = True) -> None:
+    """Write ``path`` anew, whole, never through a link (see :func:`replacing`)."""
+    with replacing(path, mode, durable) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def append_file(path: Path, data: bytes | str) -> None:
+    """Add ``data`` at the end of the regular file ``path`` (made when missing), never
+    through a link: a link, FIFO, device or folder at ``path`` (or a link at its folder's
+    name) is refused with UnsafeFile, and a FIFO never makes the host wait.
+
+    A hard link is not refused: a sandbox cannot make one to a file outside its own
+    mounts (``link`` across mounts is EXDEV), and backups made with ``cp -al`` hold them."""
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    dfd = _folder(path)
+    try:
+        fd = _open(path, APPEND_FLAGS, dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    try:
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 @dataclass

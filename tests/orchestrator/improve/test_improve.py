@@ -356,12 +356,13 @@ def test_repeated_tool_errors_are_a_weakness(home):
     from orchestrator.improve.weaknesses import find_weaknesses
 
     runs_dir = Path(home) / "runs"
-    (runs_dir / "r1").mkdir(parents=True)
+    RUN_ID = "20261203-120000-abcdef"  # the shape of a real run id: no other name is read
+    (runs_dir / RUN_ID).mkdir(parents=True)
     error = {"kind": "tool", "phase": "build", "data": {"tool": "edit_file", "ok": False,
              "error": "The search text occurs 2 times in app.py; include more lines"}}  # fmt: skip
-    (runs_dir / "r1" / "events.jsonl").write_text("\n".join([json.dumps(error)] * 3) + "\n")
+    (runs_dir / RUN_ID / "events.jsonl").write_text("\n".join([json.dumps(error)] * 3) + "\n")
     results = CoinFlips(0, tasks=("t1",)).run(Path("."), "x", Path("."), RoundSpec())
-    results.runs[0].run_id = "r1"
+    results.runs[0].run_id = RUN_ID
     results.runs[0].score = 0.0
     kinds = {w.kind: w for w in find_weaknesses(results, runs_dir)}
     assert kinds["tool"].signature.startswith("tool:edit_file:The search text occurs 2 times")
