@@ -240,7 +240,7 @@ class Bubblewrap:
         mode, _ = probe(self.config.bwrap)
         cwd = Path(cwd).resolve()
         run_env = _environment(path_prefix, env, package_config, policy.SANDBOX_HOME, "/tmp")
-        toolchains = policy.toolchain_roots(self.config.toolchains, run_env["PATH"])
+        toolchains = policy.toolchain_roots(self.config.toolchains)  # the host PATH, not run_env
         run_env = {**policy.toolchain_env(toolchains), **run_env}
         argv = [shutil.which(self.config.bwrap) or self.config.bwrap, *IDENTITY]
         if network:

@@ -8,9 +8,11 @@ A command the model wrote starts with nothing and is given, by name:
   resolution, ``passwd``/``group``, the loader's cache, alternatives, time zone, fonts.
   Never ``shadow``, ``gshadow``, ssh host keys or anything else not listed;
 * the install directory of each toolchain a build uses (:func:`toolchain_roots`): the
-  interpreter cadillac runs on, and ``node``, ``cargo``, ``go``, ``git`` where they are
-  installed. A pyenv or rustup install under a home is bound by its own directory, never
-  the home around it (for rustup, ``~/.cargo/bin`` and ``~/.rustup``);
+  interpreter cadillac runs on, and ``node``, ``cargo``, ``go``, ``git`` where the host's
+  own ``PATH`` finds them (never the ``PATH`` of a command, whose ``.venv/bin`` holds links
+  the model made). Inside a home, only a toolchain's own folder is bound, one of
+  :data:`HOME_TOOLCHAINS` (a pyenv or nvm version, rustup's toolchains and
+  ``~/.cargo/bin``), never the home or a folder such as ``~/.cargo`` or ``~/.local``;
 * the pip and setuptools a project's ``.venv`` uses, read-only: the ``site-packages`` of
   the support environment in cadillac's cache (:mod:`orchestrator.sandbox.venvs`), which
   holds nothing else;
@@ -32,7 +34,10 @@ holds a secret. No provider key, and no other user variable, reaches a command.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import pwd
 import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -138,14 +143,72 @@ def _install_root(program: Path) -> Path:
     return folder.parent if folder.name == "bin" else folder
 
 
-def toolchain_roots(programs: Sequence[str] = TOOLCHAINS, path: str | None = None) -> list[Path]:
+HOME_TOOLCHAINS = (
+    ".pyenv/versions/*",
+    ".nvm/versions/node/*",
+    ".volta/tools/image/node/*",
+    ".local/share/fnm/node-versions/*/installation",
+    ".asdf/installs/*/*",
+    ".local/share/mise/installs/*/*",
+    ".local/share/uv/python/*",
+    ".rustup/toolchains/*",
+    ".rustup/settings.toml",
+    ".rustup/update-hashes",
+    ".cargo/bin",
+    "sdk/*",
+    ".local/go",
+)
+"""The only folders inside a home that are ever bound: one toolchain's own install each
+(and rustup's proxies in ``~/.cargo/bin``, never ``~/.cargo`` with its credentials)."""
+NEVER_BOUND = ("/etc", "/proc", "/sys", "/dev", "/run", "/boot", "/var", "/home", "/root")
+"""Folders whose contents are the host's, never a toolchain's install root."""
+
+
+def _homes() -> list[Path]:
+    """The user's home (``HOME`` and the account's), root's, and every folder in /home."""
+    homes = [Path(os.path.expanduser("~")), Path("/root")]
+    with contextlib.suppress(KeyError):
+        homes.append(Path(pwd.getpwuid(os.geteuid()).pw_dir))
+    with contextlib.suppress(OSError):
+        homes += [p for p in Path("/home").iterdir() if p.is_dir()]
+    return [Path(os.path.realpath(h)) for h in homes if str(h) not in ("", "/")]
+
+
+def _allowed(root: Path, homes: Sequence[Path]) -> bool:
+    """A root cadillac may bind: inside a home, only a named toolchain folder; elsewhere
+    never the disk, a top-level folder or anything under the host's own folders."""
+    for home in homes:
+        if root == home or home.is_relative_to(root):
+            return False
+        if root.is_relative_to(home):
+            rel = root.relative_to(home)
+            return any(
+                len(rel.parts) == len(Path(p).parts) and rel.match(p) for p in HOME_TOOLCHAINS
+            )
+    if len(root.parts) < 3:  # "/" or "/x"
+        return False
+    return not _under(root, NEVER_BOUND)
+
+
+def toolchain_roots(programs: Sequence[str] = TOOLCHAINS) -> list[Path]:
     """The install folders a build's toolchains need, outside the system folders.
 
+    Found on the host's own ``PATH`` (cadillac's environment: never a ``PATH`` a workspace's
+    ``.venv/bin`` is on, whose links the model made), once for each ``PATH`` and home.
     The interpreter cadillac runs on (its base install, which every workspace's virtual
-    environment links to) always; each of ``programs`` found on ``path``; and, for a
-    rustup install, its ``bin`` folder (never the whole ``~/.cargo``, whose
-    ``credentials.toml`` and ``config.toml`` are the user's) and the rustup toolchains.
+    environment links to) always; each of ``programs`` found there, resolved; and for a
+    rustup install its ``bin`` folder (never the whole ``~/.cargo``, whose
+    ``credentials.toml`` and ``config.toml`` are the user's), its toolchains and settings.
+    Inside a home only the folders :data:`HOME_TOOLCHAINS` names are bound: a program that
+    resolves anywhere else there (``~/.local/bin``) is not.
     """
+    home_env = (os.environ.get("HOME", ""), os.environ.get("RUSTUP_HOME", ""))
+    return list(_roots(tuple(programs), os.environ.get("PATH", os.defpath), home_env))
+
+
+@functools.cache
+def _roots(programs: tuple[str, ...], path: str, _homes_env: tuple[str, str]) -> tuple[Path, ...]:
+    homes = _homes()
     found: list[Path] = [Path(os.path.realpath(sys.base_prefix))]
     base_exe = getattr(sys, "_base_executable", None) or sys.executable
     found.append(_install_root(Path(os.path.realpath(base_exe))))
@@ -157,21 +220,24 @@ def toolchain_roots(programs: Sequence[str] = TOOLCHAINS, path: str | None = Non
         if real.name == "rustup":  # ~/.cargo/bin only: ~/.cargo also holds credentials.toml
             found.append(real.parent)
             rustup_home = os.environ.get("RUSTUP_HOME") or str(real.parents[2] / ".rustup")
-            found.append(Path(os.path.realpath(rustup_home)))
+            rustup = Path(os.path.realpath(rustup_home))
+            found += sorted(rustup.glob("toolchains/*"))
+            found += [rustup / "settings.toml", rustup / "update-hashes"]
         else:
-            found.append(_install_root(real))
+            install = _install_root(real)
+            found.append(install if _allowed(install, homes) else real.parent)
     roots: list[Path] = []
     for root in found:
-        if root.is_dir() and not _under(root, SYSTEM_DIRS) and root not in roots:
-            if str(root) in ("/", os.path.expanduser("~")):  # never a whole home or disk
-                continue
+        if not root.exists() or _under(root, SYSTEM_DIRS) or root in roots:
+            continue
+        if _allowed(root, homes):
             roots.append(root)
-    return roots
+    return tuple(roots)
 
 
 def toolchain_env(roots: Sequence[Path]) -> dict[str, str]:
     """Variables a bound toolchain needs to find itself: rustup's home, when it is bound."""
-    rustup = [r for r in roots if r.name == ".rustup"]
+    rustup = [r.parents[1] for r in roots if r.parent.name == "toolchains"]
     return {"RUSTUP_HOME": str(rustup[0])} if rustup else {}
 
 

@@ -162,3 +162,57 @@ def test_toolchains_under_a_home_are_bound_by_their_own_folders(ws, tmp_path, mo
     wrote = run_command(f"echo x >> {node / 'VERSION'}; echo x >> {user}/new.txt", ws, ExecConfig())
     assert "Read-only file system" in wrote.output and (node / "VERSION").read_text() == "v99.0.0\n"
     assert not (user / "new.txt").exists()  # the skeleton around the binds is the sandbox's own
+
+
+def _workspace_links(ws: Path, tmp_path: Path, monkeypatch) -> dict[str, tuple[Path, Path]]:
+    """A hostile workspace: its ``.venv/bin`` names of toolchains are links the model made,
+    each to a program beside a secret. Returns name -> (link target, secret)."""
+    user = tmp_path / "user"
+    monkeypatch.setenv("HOME", str(user))
+    targets = {
+        # a stand-in for /etc/hosts beside /etc/shadow
+        "node": (tmp_path / "outside" / "hosts", tmp_path / "outside" / "shadow"),
+        # a cargo-installed binary beside ~/.cargo/credentials.toml
+        "git": (user / ".cargo" / "bin" / "x", user / ".cargo" / "credentials.toml"),
+        # a pipx-style link beside the rest of ~/.local
+        "go": (user / ".local" / "bin" / "go", user / ".local" / "share" / "keyring"),
+    }
+    for name, (target, secret) in targets.items():
+        _script(target, "#!/bin/sh\necho hello\n")
+        secret.parent.mkdir(parents=True, exist_ok=True)
+        secret.write_text(f"{CANARY}-{name}\n")
+        link = ws / ".venv" / "bin" / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(target)
+    return targets
+
+
+@pytest.mark.parametrize("name", ["node", "git", "go"])
+def test_a_link_in_the_workspace_venv_binds_nothing_of_the_host(ws, tmp_path, monkeypatch, name):
+    """Toolchains are found on the host's PATH, never the workspace's: a ``.venv/bin/node``
+    linked to a file beside a secret does not make the secret's folder visible."""
+    target, secret = _workspace_links(ws, tmp_path, monkeypatch)[name]
+    venv = ws / ".venv" / "bin"
+    looked = run_command(f"cat {secret}; ls {secret.parent}", ws, ExecConfig(), path_prefix=[venv])
+    assert f"{CANARY}-{name}" not in looked.output, looked.output
+    assert secret.name not in looked.output.replace(str(secret), ""), looked.output
+
+
+def test_a_host_program_in_a_home_bag_folder_binds_nothing_of_it(ws, tmp_path, monkeypatch):
+    """A host ``node`` in ``~/.local/bin`` (no toolchain's own install folder) is not
+    bound, and so neither is the rest of ``~/.local``; a named toolchain root still is."""
+    user = tmp_path / "user"
+    monkeypatch.setenv("HOME", str(user))
+    _script(user / ".local" / "bin" / "node", "#!/bin/sh\necho local node\n")
+    secret = user / ".local" / "share" / "keyring"
+    secret.parent.mkdir(parents=True)
+    secret.write_text(f"{CANARY}-local\n")
+    go = user / "sdk" / "go1.99" / "bin" / "go"
+    _script(go, "#!/bin/sh\necho go1.99\n")
+    path = f"{user / '.local' / 'bin'}:{go.parent}:{os.environ['PATH']}"
+    monkeypatch.setenv("PATH", path)
+    looked = run_command(f"cat {secret}; go", ws, ExecConfig())
+    assert f"{CANARY}-local" not in looked.output, looked.output
+    assert looked.output.endswith("go1.99\n"), looked.output
+    listed = run_command(f"ls -a {user / '.local'}", ws, ExecConfig())
+    assert "share" not in listed.output, listed.output
