@@ -16,8 +16,9 @@ A command the model wrote starts with nothing and is given, by name:
 * the pip and setuptools a project's ``.venv`` uses, read-only: the ``site-packages`` of
   the support environment in cadillac's cache (:mod:`orchestrator.sandbox.venvs`), which
   holds nothing else;
-* the workspace, read-write; a private ``/tmp`` (a tmpfs, gone with the command) holding
-  an empty ``HOME``; a minimal ``/dev`` and a ``/proc`` of its own PID namespace;
+* the workspace, read-write; a private ``/tmp`` (a tmpfs of a fixed size, gone with the
+  command) holding an empty ``HOME``; a minimal ``/dev`` with a ``/dev/shm`` of the same
+  size, and a ``/proc`` of its own PID namespace;
 * for cadillac's own dependency installs only (``package_config``): the package managers'
   configuration files (:data:`PACKAGE_CONFIG`), so installs reach whatever index the
   machine is set up for. Model-written commands never see them: a ``.npmrc`` or a
@@ -245,6 +246,25 @@ def _bind(flag: str, path: Path | str) -> list[str]:
     return [flag, str(path), str(path)]
 
 
+SKELETON_SKIP = ("/usr", "/opt", "/etc", "/dev", "/proc")
+
+
+def _skeleton(dests: Sequence[Path]) -> list[str]:
+    """The folders above the bound paths, made first and open to everyone (0755): left to
+    bubblewrap they copy the host's modes, and a ``/root`` of 0700 would shut the
+    sandbox's unprivileged user out of a toolchain bound below it."""
+    made: list[str] = []
+    for dest in dests:
+        for folder in reversed(dest.parents):
+            if folder == Path("/") or folder == Path("/tmp") or _under(folder, SKELETON_SKIP):
+                continue
+            if any(folder == d or folder.is_relative_to(d) for d in dests):
+                break  # inside another bound path: that one holds it
+            if str(folder) not in made:
+                made.append(str(folder))
+    return [a for folder in made for a in ("--perms", "0755", "--dir", folder)]
+
+
 def mounts(
     workspace: Path,
     *,
@@ -254,11 +274,14 @@ def mounts(
     writable: Sequence[Path] = (),
     package_config: bool = False,
     user_home: Path | None = None,
+    tmp_size: int = 1024**3,
 ) -> list[str]:
     """The bubblewrap arguments that build the sandbox's file system (see the module docstring).
 
     ``proc`` is ``"mount"`` (a fresh /proc of the sandbox's PID namespace) or ``"bind"``
     (inside another sandbox, where a fresh proc cannot be mounted: the outer one's).
+    ``/tmp`` and ``/dev/shm`` are tmpfs of ``tmp_size`` bytes each, writable by the
+    sandbox's user whoever it is.
     """
     args: list[str] = []
     for top in TOP_LINKS:
@@ -273,25 +296,30 @@ def mounts(
     names = [n for n in ETC if (etc / n).exists()]
     for pattern in ETC_GLOBS:
         names += sorted(p.name for p in etc.glob(pattern))
+    args += ["--perms", "0755", "--dir", "/etc"]  # else bubblewrap makes it 0700
     for name in names:
         args += _bind("--ro-bind", etc / name)
-    args += ["--dev", "/dev"]
+    size = ["--size", str(tmp_size)]
+    args += ["--dev", "/dev", "--perms", "1777", *size, "--tmpfs", "/dev/shm"]
     args += ["--proc", "/proc"] if proc == "mount" else _bind("--ro-bind", "/proc")
-    args += ["--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
+    args += ["--perms", "1777", *size, "--tmpfs", "/tmp", "--perms", "0777", "--dir", SANDBOX_HOME]
+    binds: list[str] = []
     for root in toolchains:
-        args += _bind("--ro-bind", root)
+        binds += _bind("--ro-bind", root)
     if package_config:
-        args += [a for p in PACKAGE_CONFIG if os.path.exists(p) for a in _bind("--ro-bind", p)]
+        binds += [a for p in PACKAGE_CONFIG if os.path.exists(p) for a in _bind("--ro-bind", p)]
         home = user_home or Path(os.path.expanduser("~"))
         for rel in USER_PACKAGE_CONFIG:
             if (home / rel).is_file():
-                args += ["--ro-bind", str(home / rel), f"{SANDBOX_HOME}/{rel}"]
+                binds += ["--ro-bind", str(home / rel), f"{SANDBOX_HOME}/{rel}"]
         conf = os.environ.get("PIP_CONFIG_FILE")
         if conf and os.path.isfile(conf):
-            args += _bind("--ro-bind", conf)
+            binds += _bind("--ro-bind", conf)
     for path in visible:
-        args += _bind("--ro-bind", Path(path).resolve())
-    args += _bind("--bind", workspace)
+        binds += _bind("--ro-bind", Path(path).resolve())
+    binds += _bind("--bind", workspace)
     for path in writable:
-        args += _bind("--bind", Path(path).resolve())
+        binds += _bind("--bind", Path(path).resolve())
+    args += _skeleton([Path(dest) for dest in binds[2::3]])
+    args += binds
     return [*args, "--remount-ro", "/"]  # the skeleton bwrap built the mounts on: read-only
