@@ -192,7 +192,7 @@ class Builder:
             else config.llm.model_copy(update={"seed": config.seed})
         )
         self.llm = LLMClient(llm, log_path=run.llm_path)
-        self.workspace = Workspace(run.workspace)
+        self.workspace = Workspace(run.workspace, limits=config.executor.workspace)
         self.venv_bin = run.workspace / ".venv" / "bin"
         self.env = project_env(run.workspace)
         self.knowledge = Knowledge(

@@ -8,17 +8,21 @@ What this module decides, and why:
   starts and :meth:`Bubblewrap.run` refuses. Only ``sandbox="none"`` (the user's
   ``--unsafe-no-sandbox``) runs commands without one (:class:`Unsandboxed`), still with
   the scrubbed environment, the limits and a private ``TMPDIR``/``HOME``.
-* **Namespaces**: no network, IPC, PID, UTS or user sharing with the host (the network
+* **Namespaces**: no network, IPC, PID or UTS sharing with the host (the network
   only when the caller asks, for cadillac's own dependency installs), a new session,
-  the unprivileged user ``nobody`` with every capability dropped, and the sandbox dies
+  an unprivileged user with every capability dropped (:mod:`orchestrator.sandbox.identity`:
+  as root, a real unprivileged host user, never a namespace's root), and the sandbox dies
   with its parent. Inside another
   bubblewrap sandbox (an improve trial), where a fresh ``/proc`` cannot be mounted, the
   outer sandbox's ``/proc`` is bound read-only instead: :func:`probe` finds which works.
 * **Limits** per command (:class:`ExecConfig`): address space (4 GiB), file size, CPU
-  time, open files and processes, set with ``ulimit`` before the command starts (a
-  process limit binds only a non-root user; the kernel exempts root). A limit that was
-  hit is said to the model as such: ``killed: CPU time limit 900 s``, ``memory limit
-  4 GiB reached``.
+  time, open files and processes, set with ``ulimit`` before the command starts (the
+  process limit binds because the command's host user is never root); its ``/tmp`` and
+  ``/dev/shm`` are tmpfs of a fixed size (1 GiB), not half of RAM. After each command the
+  workspace is measured against its limits (:mod:`orchestrator.sandbox.footprint`). A
+  limit that was hit is said to the model as such and named in the record:
+  ``killed: CPU time limit 900 s``, ``memory limit 4 GiB reached``, ``limit reached:
+  workspace holds 200,001 files, the limit is 200,000``.
 * A command is ``bash -c`` in the working folder, stdin from ``/dev/null`` (a prompt for
   input fails instead of hanging), stdout and stderr merged in one pipe, so the model
   reads them in the order they were written. It runs in its own process group: at its
@@ -50,10 +54,10 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from orchestrator.errors import CadillacError
-from orchestrator.sandbox import policy, venvs
+from orchestrator.sandbox import footprint, identity, policy, venvs
+from orchestrator.sandbox.footprint import GIB, WorkspaceLimits, human_bytes
 
 DRAIN_S = 1.0  # after the command ends, how long to wait for a pipe an escaped process holds
-GIB = 1024**3
 INSTALL_HINT = (
     "install bubblewrap (apt-get install bubblewrap, dnf install bubblewrap) or, to run "
     "model-written commands without a sandbox at your own risk, pass --unsafe-no-sandbox"
@@ -90,7 +94,15 @@ class ExecConfig(BaseModel):
     """CPU seconds of each process of a command."""
     open_files_limit: int = Field(default=1024, ge=16)
     process_limit: int = Field(default=1024, ge=8)
-    """Processes of the user at once (not applied to root, which the kernel exempts)."""
+    """Processes of the command's host user at once (every sandboxed command of a root
+    cadillac is the same user: they count together)."""
+    tmp_size_bytes: int = Field(default=GIB, ge=1024**2)
+    """Size of each command's ``/tmp`` (its HOME is there) and of its ``/dev/shm``."""
+    sandbox_uid: int = Field(default=identity.NOBODY, ge=1)
+    """The host user sandboxed commands run as when cadillac runs as root."""
+    sandbox_gid: int = Field(default=identity.NOBODY, ge=1)
+    workspace: WorkspaceLimits = Field(default_factory=WorkspaceLimits)
+    """How much a workspace may hold, checked after each command and on every tool write."""
     toolchains: list[str] = Field(default_factory=lambda: list(policy.TOOLCHAINS))
     """Programs whose install folders commands may use (besides cadillac's interpreter)."""
 
@@ -98,13 +110,6 @@ class ExecConfig(BaseModel):
     @classmethod
     def _auto_is_bwrap(cls, value: object) -> object:
         return "bwrap" if value == "auto" else value  # earlier configs said auto: fail closed
-
-
-def human_bytes(n: int) -> str:
-    for unit, size in (("GiB", GIB), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= size:
-            return f"{n / size:g} {unit}"
-    return f"{n} bytes"
 
 
 class CommandResult(BaseModel):
@@ -119,13 +124,15 @@ class CommandResult(BaseModel):
     seconds: float
     sandboxed: bool
     limit: str | None = None
-    """The limit the command hit (``CPU time limit 900 s``, ``memory limit 4 GiB``)."""
+    """The limit the command hit (``CPU time limit 900 s``, ``memory limit 4 GiB``,
+    ``workspace holds 1,001 files, the limit is 1,000``)."""
     stopped: bool = False
     """cadillac was stopped (Ctrl-C, SIGTERM, a cap) and killed the command."""
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.stopped
+        full = (self.limit or "").startswith("workspace holds")
+        return self.exit_code == 0 and not self.timed_out and not self.stopped and not full
 
     def for_model(self) -> str:
         """The exit status (or the time-out, or the limit hit), then the output."""
@@ -134,6 +141,11 @@ class CommandResult(BaseModel):
             status = "stopped: cadillac was interrupted and killed the command"
         elif self.timed_out:
             status = f"timed out after {self.seconds:.0f} s (the command was killed)"
+        elif self.limit and self.limit.startswith("workspace holds"):
+            status = (
+                f"limit reached: {self.limit}; delete files before writing more "
+                f"(exit status {code})"
+            )
         elif self.limit and code is not None and (code < 0 or code > 128):
             status = f"killed: {self.limit}"
         elif self.limit:
@@ -168,9 +180,6 @@ class Executor(Protocol):
 
 # ---------------------------------------------------------------------------- bubblewrap
 PROBE_MOUNTS = ["--ro-bind", "/usr", "/usr", "--dev", "/dev"]
-IDENTITY = ["--unshare-all", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
-"""Inside, every command is the unprivileged ``nobody`` with no capabilities (a sandbox that
-maps no root can make another one inside it: an improve trial's builds)."""
 
 
 def probe(bwrap: str) -> tuple[str | None, str]:
@@ -178,11 +187,11 @@ def probe(bwrap: str) -> tuple[str | None, str]:
     program = shutil.which(bwrap)
     if program is None:
         return None, f"bubblewrap ({bwrap}) is not installed"
-    return _probe(program)
+    return _probe(program, identity.as_root())
 
 
 @functools.cache
-def _probe(program: str) -> tuple[str | None, str]:
+def _probe(program: str, root: bool) -> tuple[str | None, str]:
     links = [
         a
         for top in policy.TOP_LINKS
@@ -191,7 +200,9 @@ def _probe(program: str) -> tuple[str | None, str]:
     ]
     why = ""
     for mode, proc in (("mount", ["--proc", "/proc"]), ("bind", ["--ro-bind", "/proc", "/proc"])):
-        argv = [program, *IDENTITY, "--die-with-parent", *links, *PROBE_MOUNTS, *proc, "--", "true"]
+        argv = [program, *identity.bwrap_args(root), "--die-with-parent", *links, *PROBE_MOUNTS]
+        argv += [*proc, "--", *identity.command_prefix(root, identity.NOBODY, identity.NOBODY)]
+        argv.append("true")
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
         except (OSError, subprocess.SubprocessError) as exc:
@@ -240,9 +251,12 @@ class Bubblewrap:
         mode, _ = probe(self.config.bwrap)
         cwd = Path(cwd).resolve()
         run_env = _environment(path_prefix, env, package_config, policy.SANDBOX_HOME, "/tmp")
-        toolchains = policy.toolchain_roots(self.config.toolchains, run_env["PATH"])
+        toolchains = policy.toolchain_roots(self.config.toolchains)  # the host PATH, not run_env
         run_env = {**policy.toolchain_env(toolchains), **run_env}
-        argv = [shutil.which(self.config.bwrap) or self.config.bwrap, *IDENTITY]
+        root, uid, gid = identity.as_root(), self.config.sandbox_uid, self.config.sandbox_gid
+        if root:  # the command is an unprivileged host user: it must be able to write these
+            identity.hand_over([cwd, *(Path(w).resolve() for w in writable)], uid, gid)
+        argv = [shutil.which(self.config.bwrap) or self.config.bwrap, *identity.bwrap_args(root)]
         if network:
             argv.append("--share-net")
         argv += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
@@ -253,8 +267,10 @@ class Bubblewrap:
             visible=[*visible, *venvs.support_dirs()],  # pip for the project's .venv
             writable=writable,
             package_config=package_config,
+            tmp_size=self.config.tmp_size_bytes,
         )
-        argv += ["--chdir", str(cwd), "--", *_limited(command, self.config)]
+        argv += ["--chdir", str(cwd), "--", *identity.command_prefix(root, uid, gid)]
+        argv += _limited(command, self.config)
         timeout = _timeout(timeout_s, self.config)
         return _supervise(argv, command, cwd, run_env, timeout, self, stop)
 
@@ -373,13 +389,29 @@ def _limited(command: str, config: ExecConfig) -> list[str]:
 MEMORY_WORDS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
 
 
-def _limit_hit(code: int | None, output: str, config: ExecConfig) -> str | None:
+NO_SPACE = "No space left on device"
+
+
+def _disk_free(path: Path) -> int:
+    with contextlib.suppress(OSError):
+        done = os.statvfs(path)
+        return done.f_bavail * done.f_frsize
+    return 0
+
+
+def _limit_hit(
+    code: int | None, output: str, config: ExecConfig, tmp_of: Path | None
+) -> str | None:
+    """The limit a command's end says it hit; ``tmp_of``: the workspace of a sandboxed
+    command (whose /tmp is capped), so a full disk there is not blamed on /tmp."""
     if code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
         return f"CPU time limit {config.cpu_limit_s} s"
     if code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):
         return f"file size limit {human_bytes(config.file_size_limit_bytes)}"
     if code not in (0, None) and any(word in output[-4000:] for word in MEMORY_WORDS):
         return f"memory limit {human_bytes(config.memory_limit_bytes)}"
+    if tmp_of and code not in (0, None) and NO_SPACE in output[-4000:] and _disk_free(tmp_of) > GIB:
+        return f"/tmp size limit {human_bytes(config.tmp_size_bytes)}"
     return None
 
 
@@ -468,7 +500,7 @@ def _supervise(argv, command, cwd, run_env, timeout, runner, stop=None) -> Comma
                 start_new_session=True,
             )
         held.replay()
-        return _watch(proc, command, timeout, runner, stop, out, start)
+        return _watch(proc, command, cwd, timeout, runner, stop, out, start)
     except BaseException:  # Ctrl-C or SIGTERM of cadillac itself: the command dies with it
         if proc is not None:
             _signal_group(proc.pid, signal.SIGKILL)
@@ -479,7 +511,7 @@ def _supervise(argv, command, cwd, run_env, timeout, runner, stop=None) -> Comma
             proc.stdout.close()
 
 
-def _watch(proc, command, timeout, runner, stop, out, start) -> CommandResult:
+def _watch(proc, command, cwd, timeout, runner, stop, out, start) -> CommandResult:
     config: ExecConfig = runner.config
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
@@ -510,6 +542,9 @@ def _watch(proc, command, timeout, runner, stop, out, start) -> CommandResult:
     proc.wait()
     code = None if timed_out else proc.returncode
     text = out.text()
+    tmp_of = cwd if runner.sandboxed else None
+    limit = None if timed_out or stopped else _limit_hit(code, text, config, tmp_of)
+    full = footprint.over(footprint.measure(cwd), config.workspace)
     return CommandResult(
         command=command,
         exit_code=code,
@@ -518,7 +553,7 @@ def _watch(proc, command, timeout, runner, stop, out, start) -> CommandResult:
         output_bytes=out.total,
         seconds=round(time.monotonic() - start, 3),
         sandboxed=runner.sandboxed,
-        limit=None if timed_out or stopped else _limit_hit(code, text, config),
+        limit=full or limit,
         stopped=stopped,
     )
 

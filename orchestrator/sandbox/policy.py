@@ -8,14 +8,17 @@ A command the model wrote starts with nothing and is given, by name:
   resolution, ``passwd``/``group``, the loader's cache, alternatives, time zone, fonts.
   Never ``shadow``, ``gshadow``, ssh host keys or anything else not listed;
 * the install directory of each toolchain a build uses (:func:`toolchain_roots`): the
-  interpreter cadillac runs on, and ``node``, ``cargo``, ``go``, ``git`` where they are
-  installed. A pyenv or rustup install under a home is bound by its own directory, never
-  the home around it (for rustup, ``~/.cargo/bin`` and ``~/.rustup``);
+  interpreter cadillac runs on, and ``node``, ``cargo``, ``go``, ``git`` where the host's
+  own ``PATH`` finds them (never the ``PATH`` of a command, whose ``.venv/bin`` holds links
+  the model made). Inside a home, only a toolchain's own folder is bound, one of
+  :data:`HOME_TOOLCHAINS` (a pyenv or nvm version, rustup's toolchains and
+  ``~/.cargo/bin``), never the home or a folder such as ``~/.cargo`` or ``~/.local``;
 * the pip and setuptools a project's ``.venv`` uses, read-only: the ``site-packages`` of
   the support environment in cadillac's cache (:mod:`orchestrator.sandbox.venvs`), which
   holds nothing else;
-* the workspace, read-write; a private ``/tmp`` (a tmpfs, gone with the command) holding
-  an empty ``HOME``; a minimal ``/dev`` and a ``/proc`` of its own PID namespace;
+* the workspace, read-write; a private ``/tmp`` (a tmpfs of a fixed size, gone with the
+  command) holding an empty ``HOME``; a minimal ``/dev`` with a ``/dev/shm`` of the same
+  size, and a ``/proc`` of its own PID namespace;
 * for cadillac's own dependency installs only (``package_config``): the package managers'
   configuration files (:data:`PACKAGE_CONFIG`), so installs reach whatever index the
   machine is set up for. Model-written commands never see them: a ``.npmrc`` or a
@@ -32,7 +35,10 @@ holds a secret. No provider key, and no other user variable, reaches a command.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import pwd
 import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -138,14 +144,72 @@ def _install_root(program: Path) -> Path:
     return folder.parent if folder.name == "bin" else folder
 
 
-def toolchain_roots(programs: Sequence[str] = TOOLCHAINS, path: str | None = None) -> list[Path]:
+HOME_TOOLCHAINS = (
+    ".pyenv/versions/*",
+    ".nvm/versions/node/*",
+    ".volta/tools/image/node/*",
+    ".local/share/fnm/node-versions/*/installation",
+    ".asdf/installs/*/*",
+    ".local/share/mise/installs/*/*",
+    ".local/share/uv/python/*",
+    ".rustup/toolchains/*",
+    ".rustup/settings.toml",
+    ".rustup/update-hashes",
+    ".cargo/bin",
+    "sdk/*",
+    ".local/go",
+)
+"""The only folders inside a home that are ever bound: one toolchain's own install each
+(and rustup's proxies in ``~/.cargo/bin``, never ``~/.cargo`` with its credentials)."""
+NEVER_BOUND = ("/etc", "/proc", "/sys", "/dev", "/run", "/boot", "/var", "/home", "/root")
+"""Folders whose contents are the host's, never a toolchain's install root."""
+
+
+def _homes() -> list[Path]:
+    """The user's home (``HOME`` and the account's), root's, and every folder in /home."""
+    homes = [Path(os.path.expanduser("~")), Path("/root")]
+    with contextlib.suppress(KeyError):
+        homes.append(Path(pwd.getpwuid(os.geteuid()).pw_dir))
+    with contextlib.suppress(OSError):
+        homes += [p for p in Path("/home").iterdir() if p.is_dir()]
+    return [Path(os.path.realpath(h)) for h in homes if str(h) not in ("", "/")]
+
+
+def _allowed(root: Path, homes: Sequence[Path]) -> bool:
+    """A root cadillac may bind: inside a home, only a named toolchain folder; elsewhere
+    never the disk, a top-level folder or anything under the host's own folders."""
+    for home in homes:
+        if root == home or home.is_relative_to(root):
+            return False
+        if root.is_relative_to(home):
+            rel = root.relative_to(home)
+            return any(
+                len(rel.parts) == len(Path(p).parts) and rel.match(p) for p in HOME_TOOLCHAINS
+            )
+    if len(root.parts) < 3:  # "/" or "/x"
+        return False
+    return not _under(root, NEVER_BOUND)
+
+
+def toolchain_roots(programs: Sequence[str] = TOOLCHAINS) -> list[Path]:
     """The install folders a build's toolchains need, outside the system folders.
 
+    Found on the host's own ``PATH`` (cadillac's environment: never a ``PATH`` a workspace's
+    ``.venv/bin`` is on, whose links the model made), once for each ``PATH`` and home.
     The interpreter cadillac runs on (its base install, which every workspace's virtual
-    environment links to) always; each of ``programs`` found on ``path``; and, for a
-    rustup install, its ``bin`` folder (never the whole ``~/.cargo``, whose
-    ``credentials.toml`` and ``config.toml`` are the user's) and the rustup toolchains.
+    environment links to) always; each of ``programs`` found there, resolved; and for a
+    rustup install its ``bin`` folder (never the whole ``~/.cargo``, whose
+    ``credentials.toml`` and ``config.toml`` are the user's), its toolchains and settings.
+    Inside a home only the folders :data:`HOME_TOOLCHAINS` names are bound: a program that
+    resolves anywhere else there (``~/.local/bin``) is not.
     """
+    home_env = (os.environ.get("HOME", ""), os.environ.get("RUSTUP_HOME", ""))
+    return list(_roots(tuple(programs), os.environ.get("PATH", os.defpath), home_env))
+
+
+@functools.cache
+def _roots(programs: tuple[str, ...], path: str, _homes_env: tuple[str, str]) -> tuple[Path, ...]:
+    homes = _homes()
     found: list[Path] = [Path(os.path.realpath(sys.base_prefix))]
     base_exe = getattr(sys, "_base_executable", None) or sys.executable
     found.append(_install_root(Path(os.path.realpath(base_exe))))
@@ -157,26 +221,48 @@ def toolchain_roots(programs: Sequence[str] = TOOLCHAINS, path: str | None = Non
         if real.name == "rustup":  # ~/.cargo/bin only: ~/.cargo also holds credentials.toml
             found.append(real.parent)
             rustup_home = os.environ.get("RUSTUP_HOME") or str(real.parents[2] / ".rustup")
-            found.append(Path(os.path.realpath(rustup_home)))
+            rustup = Path(os.path.realpath(rustup_home))
+            found += sorted(rustup.glob("toolchains/*"))
+            found += [rustup / "settings.toml", rustup / "update-hashes"]
         else:
-            found.append(_install_root(real))
+            install = _install_root(real)
+            found.append(install if _allowed(install, homes) else real.parent)
     roots: list[Path] = []
     for root in found:
-        if root.is_dir() and not _under(root, SYSTEM_DIRS) and root not in roots:
-            if str(root) in ("/", os.path.expanduser("~")):  # never a whole home or disk
-                continue
+        if not root.exists() or _under(root, SYSTEM_DIRS) or root in roots:
+            continue
+        if _allowed(root, homes):
             roots.append(root)
-    return roots
+    return tuple(roots)
 
 
 def toolchain_env(roots: Sequence[Path]) -> dict[str, str]:
     """Variables a bound toolchain needs to find itself: rustup's home, when it is bound."""
-    rustup = [r for r in roots if r.name == ".rustup"]
+    rustup = [r.parents[1] for r in roots if r.parent.name == "toolchains"]
     return {"RUSTUP_HOME": str(rustup[0])} if rustup else {}
 
 
 def _bind(flag: str, path: Path | str) -> list[str]:
     return [flag, str(path), str(path)]
+
+
+SKELETON_SKIP = ("/usr", "/opt", "/etc", "/dev", "/proc")
+
+
+def _skeleton(dests: Sequence[Path]) -> list[str]:
+    """The folders above the bound paths, made first and open to everyone (0755): left to
+    bubblewrap they copy the host's modes, and a ``/root`` of 0700 would shut the
+    sandbox's unprivileged user out of a toolchain bound below it."""
+    made: list[str] = []
+    for dest in dests:
+        for folder in reversed(dest.parents):
+            if folder == Path("/") or folder == Path("/tmp") or _under(folder, SKELETON_SKIP):
+                continue
+            if any(folder == d or folder.is_relative_to(d) for d in dests):
+                break  # inside another bound path: that one holds it
+            if str(folder) not in made:
+                made.append(str(folder))
+    return [a for folder in made for a in ("--perms", "0755", "--dir", folder)]
 
 
 def mounts(
@@ -188,11 +274,14 @@ def mounts(
     writable: Sequence[Path] = (),
     package_config: bool = False,
     user_home: Path | None = None,
+    tmp_size: int = 1024**3,
 ) -> list[str]:
     """The bubblewrap arguments that build the sandbox's file system (see the module docstring).
 
     ``proc`` is ``"mount"`` (a fresh /proc of the sandbox's PID namespace) or ``"bind"``
     (inside another sandbox, where a fresh proc cannot be mounted: the outer one's).
+    ``/tmp`` and ``/dev/shm`` are tmpfs of ``tmp_size`` bytes each, writable by the
+    sandbox's user whoever it is.
     """
     args: list[str] = []
     for top in TOP_LINKS:
@@ -207,25 +296,30 @@ def mounts(
     names = [n for n in ETC if (etc / n).exists()]
     for pattern in ETC_GLOBS:
         names += sorted(p.name for p in etc.glob(pattern))
+    args += ["--perms", "0755", "--dir", "/etc"]  # else bubblewrap makes it 0700
     for name in names:
         args += _bind("--ro-bind", etc / name)
-    args += ["--dev", "/dev"]
+    size = ["--size", str(tmp_size)]
+    args += ["--dev", "/dev", "--perms", "1777", *size, "--tmpfs", "/dev/shm"]
     args += ["--proc", "/proc"] if proc == "mount" else _bind("--ro-bind", "/proc")
-    args += ["--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
+    args += ["--perms", "1777", *size, "--tmpfs", "/tmp", "--perms", "0777", "--dir", SANDBOX_HOME]
+    binds: list[str] = []
     for root in toolchains:
-        args += _bind("--ro-bind", root)
+        binds += _bind("--ro-bind", root)
     if package_config:
-        args += [a for p in PACKAGE_CONFIG if os.path.exists(p) for a in _bind("--ro-bind", p)]
+        binds += [a for p in PACKAGE_CONFIG if os.path.exists(p) for a in _bind("--ro-bind", p)]
         home = user_home or Path(os.path.expanduser("~"))
         for rel in USER_PACKAGE_CONFIG:
             if (home / rel).is_file():
-                args += ["--ro-bind", str(home / rel), f"{SANDBOX_HOME}/{rel}"]
+                binds += ["--ro-bind", str(home / rel), f"{SANDBOX_HOME}/{rel}"]
         conf = os.environ.get("PIP_CONFIG_FILE")
         if conf and os.path.isfile(conf):
-            args += _bind("--ro-bind", conf)
+            binds += _bind("--ro-bind", conf)
     for path in visible:
-        args += _bind("--ro-bind", Path(path).resolve())
-    args += _bind("--bind", workspace)
+        binds += _bind("--ro-bind", Path(path).resolve())
+    binds += _bind("--bind", workspace)
     for path in writable:
-        args += _bind("--bind", Path(path).resolve())
+        binds += _bind("--bind", Path(path).resolve())
+    args += _skeleton([Path(dest) for dest in binds[2::3]])
+    args += binds
     return [*args, "--remount-ro", "/"]  # the skeleton bwrap built the mounts on: read-only

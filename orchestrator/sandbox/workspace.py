@@ -16,6 +16,9 @@ What this module decides, and why:
 * Reads are capped at 100 KB so one large file cannot flood the context.
 * Files are opened without following a last link and only when they are regular files
   (:mod:`orchestrator.sandbox.files`): a FIFO the model made cannot hang the host.
+* A write that would take the workspace past its limits (:mod:`orchestrator.sandbox.footprint`:
+  how many files, how many bytes) is refused with ``limit reached: workspace holds N
+  files, the limit is M``.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from orchestrator.sandbox import shown
+from orchestrator.sandbox import footprint, shown
 from orchestrator.sandbox.files import read_regular, write_regular
+from orchestrator.sandbox.footprint import WorkspaceLimits
 
 SKIP_DIRS = frozenset({".venv", "__pycache__", ".git", "node_modules", ".pytest_cache"})
 READ_CAP_BYTES = 100_000
@@ -42,9 +46,11 @@ def _lines(text: str) -> int:
 class Workspace:
     """A folder the model builds in; every path it names is confined to ``root``."""
 
-    def __init__(self, root: str | os.PathLike[str]):
+    def __init__(self, root: str | os.PathLike[str], limits: WorkspaceLimits | None = None):
         Path(root).mkdir(parents=True, exist_ok=True)
         self.root = Path(root).resolve()
+        self.limits = limits or WorkspaceLimits()
+        """How much the workspace may hold: a write past it is refused."""
 
     # ------------------------------------------------------------------ paths
     def resolve(self, path: str) -> Path:
@@ -77,6 +83,18 @@ class Workspace:
     def _rel(self, real: Path) -> str:
         return real.relative_to(self.root).as_posix() or "."
 
+    def _room(self, real: Path, size: int) -> None:
+        """Refuse a write of ``size`` bytes at ``real`` that would pass the limits."""
+        new = [p for p in (real, *real.parents) if p.is_relative_to(self.root)]
+        new_files = sum(1 for p in new if not os.path.lexists(p))
+        old_size = real.stat().st_size if real.is_file() else 0
+        usage = footprint.measure(self.root)
+        full = footprint.over(usage, self.limits, new_files, max(0, size - old_size))
+        if full:
+            raise WorkspaceError(
+                f"limit reached: {full}. Delete files you do not need (run rm) before writing more."
+            )
+
     # ------------------------------------------------------------------ tools
     def write_file(self, path: str, content: str) -> str:
         """Create or overwrite a text file, making its folders; returns a short confirmation."""
@@ -84,6 +102,7 @@ class Workspace:
         if real.is_dir():
             raise WorkspaceError(f"{path!r} is a folder; write_file needs a file path inside it.")
         data = content.encode("utf-8")
+        self._room(real, len(data))
         try:
             real.parent.mkdir(parents=True, exist_ok=True)
             write_regular(real, data)
@@ -114,8 +133,10 @@ class Workspace:
                 f"'old' was found {count} times in {path!r}; it must match exactly once. "
                 "Hint: include more of the surrounding lines in 'old' so it is unique."
             )
+        data = text.replace(old, new, 1).encode("utf-8")
+        self._room(real, len(data))
         try:
-            write_regular(real, text.replace(old, new, 1).encode("utf-8"))
+            write_regular(real, data)
         except OSError as exc:
             raise WorkspaceError(f"Could not write {path!r}: {exc.strerror or exc}.") from None
         return f"edited {self._rel(real)} (replaced {_lines(old)} lines with {_lines(new)} lines)"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import uuid
 from pathlib import Path
 
@@ -17,6 +18,8 @@ import pytest
 from orchestrator.sandbox.executor import ExecConfig, run_command
 
 CANARY = "cadillac-canary-51ab"
+REFUSED = re.compile("Read-only file system|Permission denied")
+"""How a write to a read-only bind fails: as the files' owner, or as another user."""
 IPC_PRIVATE, IPC_CREAT, IPC_RMID = 0, 0o1000, 0
 
 
@@ -101,7 +104,7 @@ def test_installs_read_the_package_configuration_and_cannot_change_it(ws, packag
     assert (
         f"{CANARY}-cargo" not in result.output
     )  # ~/.cargo is not bound: CARGO_HOME is the project's
-    assert "wrote" not in result.output and result.output.count("Read-only file system") == 3
+    assert "wrote" not in result.output and len(REFUSED.findall(result.output)) == 3
     for name, path in files.items():
         assert path.read_text() == f"# {CANARY}-{name}\n"
 
@@ -160,5 +163,59 @@ def test_toolchains_under_a_home_are_bound_by_their_own_folders(ws, tmp_path, mo
         assert f"{CANARY}-{name}" not in looked.output, (name, looked.output)
         assert secret.name not in looked.output.replace(str(secret), ""), (name, looked.output)
     wrote = run_command(f"echo x >> {node / 'VERSION'}; echo x >> {user}/new.txt", ws, ExecConfig())
-    assert "Read-only file system" in wrote.output and (node / "VERSION").read_text() == "v99.0.0\n"
+    assert REFUSED.search(wrote.output) and (node / "VERSION").read_text() == "v99.0.0\n"
     assert not (user / "new.txt").exists()  # the skeleton around the binds is the sandbox's own
+
+
+def _workspace_links(ws: Path, tmp_path: Path, monkeypatch) -> dict[str, tuple[Path, Path]]:
+    """A hostile workspace: its ``.venv/bin`` names of toolchains are links the model made,
+    each to a program beside a secret. Returns name -> (link target, secret)."""
+    user = tmp_path / "user"
+    monkeypatch.setenv("HOME", str(user))
+    targets = {
+        # a stand-in for /etc/hosts beside /etc/shadow
+        "node": (tmp_path / "outside" / "hosts", tmp_path / "outside" / "shadow"),
+        # a cargo-installed binary beside ~/.cargo/credentials.toml
+        "git": (user / ".cargo" / "bin" / "x", user / ".cargo" / "credentials.toml"),
+        # a pipx-style link beside the rest of ~/.local
+        "go": (user / ".local" / "bin" / "go", user / ".local" / "share" / "keyring"),
+    }
+    for name, (target, secret) in targets.items():
+        _script(target, "#!/bin/sh\necho hello\n")
+        secret.parent.mkdir(parents=True, exist_ok=True)
+        secret.write_text(f"{CANARY}-{name}\n")
+        link = ws / ".venv" / "bin" / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(target)
+    return targets
+
+
+@pytest.mark.parametrize("name", ["node", "git", "go"])
+def test_a_link_in_the_workspace_venv_binds_nothing_of_the_host(ws, tmp_path, monkeypatch, name):
+    """Toolchains are found on the host's PATH, never the workspace's: a ``.venv/bin/node``
+    linked to a file beside a secret does not make the secret's folder visible."""
+    target, secret = _workspace_links(ws, tmp_path, monkeypatch)[name]
+    venv = ws / ".venv" / "bin"
+    looked = run_command(f"cat {secret}; ls {secret.parent}", ws, ExecConfig(), path_prefix=[venv])
+    assert f"{CANARY}-{name}" not in looked.output, looked.output
+    assert secret.name not in looked.output.replace(str(secret), ""), looked.output
+
+
+def test_a_host_program_in_a_home_bag_folder_binds_nothing_of_it(ws, tmp_path, monkeypatch):
+    """A host ``node`` in ``~/.local/bin`` (no toolchain's own install folder) is not
+    bound, and so neither is the rest of ``~/.local``; a named toolchain root still is."""
+    user = tmp_path / "user"
+    monkeypatch.setenv("HOME", str(user))
+    _script(user / ".local" / "bin" / "node", "#!/bin/sh\necho local node\n")
+    secret = user / ".local" / "share" / "keyring"
+    secret.parent.mkdir(parents=True)
+    secret.write_text(f"{CANARY}-local\n")
+    go = user / "sdk" / "go1.99" / "bin" / "go"
+    _script(go, "#!/bin/sh\necho go1.99\n")
+    path = f"{user / '.local' / 'bin'}:{go.parent}:{os.environ['PATH']}"
+    monkeypatch.setenv("PATH", path)
+    looked = run_command(f"cat {secret}; go", ws, ExecConfig())
+    assert f"{CANARY}-local" not in looked.output, looked.output
+    assert looked.output.endswith("go1.99\n"), looked.output
+    listed = run_command(f"ls -a {user / '.local'}", ws, ExecConfig())
+    assert "share" not in listed.output, listed.output
