@@ -7,6 +7,7 @@ reported as it stands.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -157,12 +158,25 @@ def _interrupt_after(monkeypatch, name: str) -> None:
     monkeypatch.setattr(memory.jsonl, name, then_ctrl_c)
 
 
+def _interrupt_after_rename(monkeypatch) -> None:
+    """A Ctrl-C the moment a rewrite's fresh file has been renamed over the old one."""
+    real = memory.jsonl.replacing
+
+    @contextlib.contextmanager
+    def then_ctrl_c(*args, **kwargs):
+        with real(*args, **kwargs) as fh:
+            yield fh
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(memory.jsonl, "replacing", then_ctrl_c)
+
+
 def test_7_a_ctrl_c_just_after_forget_rewrote_the_file_reports_the_forget(
     capsys, home, monkeypatch
 ):
     add(capsys, "a lesson about interrupted forgets", "f", "--json")
     lesson_id = json.loads((home / "memory.jsonl").read_text())["id"]
-    _interrupt_after(monkeypatch, "_fsync_folder")  # after the rename: the lesson is gone
+    _interrupt_after_rename(monkeypatch)  # the lesson is gone
     code, out, err = run(capsys, "memory", "forget", lesson_id)
     assert (home / "memory.jsonl").read_text() == ""
     assert code == 0 and out.startswith(f"forgot {lesson_id}")
