@@ -352,7 +352,10 @@ class SandboxedMatrix:
             )
             counted = None if gate is None else self._gate_spend(gate)
             cut = "" if gate is None else gate.cut
+            refused = "" if gate is None else gate.log_refused
         broken = folder_problem(trial)  # before any host write into it
+        if refused and not broken:  # the trial put something at the log's name meanwhile
+            broken = f"egress.jsonl could not be written ({refused})"
         remove_tree(trial / "trial.log")  # whatever the trial left at that name
         replace_file(trial / "trial.log", done.for_model())
         if done.stopped:  # killed outright: its builds could not say so themselves

@@ -50,6 +50,9 @@ if attack.get("ask_gate"):  # one decision of the gate, so it writes its log
     s.sendall(b"CONNECT evil.example:443 HTTP/1.1\\r\\nHost: evil.example:443\\r\\n\\r\\n")
     s.recv(1000)
     s.close()
+for name in attack.get("tidy", []):  # the link gone again before the trial ends
+    (trial / name).unlink()
+    (trial / name).write_text("")
 print("hostile trial done")
 """
 
@@ -131,6 +134,21 @@ def test_an_egress_log_linked_to_a_shell_start_up_file_gets_nothing(home, tmp_pa
         listener.close()
     assert bashrc.read_text() == "# the user's shell\n"
     assert_broken(results, "egress.jsonl is a symbolic link")
+
+
+def test_a_log_the_gate_could_not_write_breaks_the_round_though_the_link_is_gone(home, tmp_path):
+    bashrc = tmp_path / "home" / ".bashrc"
+    bashrc.write_text("# the user's shell\n")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    llm = LLMConfig(model="openai/gpt-4o-mini", api_base=f"http://127.0.0.1:{port}", api_key="x")
+    attack = {"links": {"egress.jsonl": str(bashrc)}, "ask_gate": True, "tidy": ["egress.jsonl"]}
+    try:
+        results = run_trial(home, tmp_path, attack, llm)
+    finally:
+        listener.close()
+    assert bashrc.read_text() == "# the user's shell\n"
+    assert_broken(results, "egress.jsonl could not be written")
 
 
 def test_the_hidden_checks_are_copied_where_no_trial_ever_wrote(home, tmp_path):
