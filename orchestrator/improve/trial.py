@@ -83,15 +83,27 @@ LAUNCHER = (
 
 
 def trial_config(executor: ExecConfig, timeout_s: float) -> ExecConfig:
-    """The sandbox of a trial process: the build's settings, with room for a whole matrix."""
+    """The sandbox of a trial process: the build's settings, with room for a whole matrix
+    (its folder holds every build's workspace, each bounded by the build's own limits)."""
+    room = executor.workspace.model_copy(
+        update={
+            "max_files": executor.workspace.max_files * TRIAL_WORKSPACES,
+            "max_bytes": executor.workspace.max_bytes * TRIAL_WORKSPACES,
+        }
+    )
     return executor.model_copy(
         update={
             "default_timeout_s": timeout_s,
             "max_timeout_s": timeout_s,
             "cpu_limit_s": int(timeout_s),
             "output_cap_bytes": 400_000,
+            "workspace": room,
         }
     )
+
+
+TRIAL_WORKSPACES = 30
+"""How many builds' workspaces a trial's folder has room for (the default matrix has 22 tasks)."""
 
 
 def runtime_paths() -> list[Path]:

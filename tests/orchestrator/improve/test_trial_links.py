@@ -222,3 +222,15 @@ def test_weaknesses_read_no_events_through_a_link_a_trial_made(tmp_path):
     assert _events(runs, RUN_IDS["wf-a"]) == []
     assert _events(runs, RUN_IDS["wf-b"]) == []
     assert _events(runs, "../..") == []
+
+
+def test_a_trial_has_room_for_the_workspaces_of_a_whole_matrix():
+    from orchestrator.bench.tasks import DEFAULT_MATRIX, load_matrix
+    from orchestrator.improve.trial import trial_config
+    from orchestrator.sandbox.executor import ExecConfig
+
+    build = ExecConfig()
+    trial = trial_config(build, 3600).workspace
+    tasks = len(load_matrix(DEFAULT_MATRIX))
+    assert trial.max_files >= tasks * build.workspace.max_files
+    assert trial.max_bytes >= tasks * build.workspace.max_bytes
