@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
+from orchestrator.sandbox.files import replace_file
 
 Kind = Literal["cron", "systemd"]
 SERVICE = "cadillac-nightly.service"
@@ -291,7 +292,7 @@ def _install_systemd(cfg: ScheduleConfig) -> list[str]:
     if previous is not None and previous != str(cfg.home):
         lines.append(f"replaced the nightly schedule for {previous} (one timer per user)")
     for name, text in systemd_units(cfg).items():
-        (folder / name).write_text(text, encoding="utf-8")
+        replace_file(folder / name, text)  # a unit is never half written
         lines.append(f"wrote {folder / name}")
     commands = [("daemon-reload",), ("enable", "--now", TIMER)]
     if _user_manager():
