@@ -73,7 +73,8 @@ class CheckResult(BaseModel):
 
 
 Runner = Callable[..., CommandResult]
-"""run(command, timeout_s=None, network=False) -> CommandResult, in the workspace."""
+"""run(command, timeout_s=None, network=False, package_config="") -> CommandResult, in the
+workspace; ``package_config`` names the install program whose settings an install gets."""
 
 
 @dataclass
@@ -149,9 +150,11 @@ def run_step(
     command: str,
     timeout_s: float | None = None,
     network: bool = False,
+    package_config: str = "",
 ) -> CheckResult | None:
-    """Run one command of a check; a CheckResult when it failed, else None."""
-    result = ctx.run(command, timeout_s=timeout_s, network=network)
+    """Run one command of a check; a CheckResult when it failed, else None. Only
+    cadillac's own install steps pass ``network`` and their program (``package_config``)."""
+    result = ctx.run(command, timeout_s=timeout_s, network=network, package_config=package_config)
     return None if result.ok else command_failed(f"{what} `{command}`", result)
 
 

@@ -215,7 +215,7 @@ def _set_up(
             path_prefix=[project / ".venv" / "bin"],
             env=project_env(project),
             network=step.network,
-            package_config=step.network,
+            package_config=step.tool if step.network else "",
         )
         if not done.ok:
             return f"installing {step.what} failed: {done.for_model()[-300:]}"

@@ -592,9 +592,15 @@ class Builder:
         self.summary.changed = sources.changed_files(self.source, self.run.workspace)
         self.emit("commit", phase=result.phase, head=head, stat=stat.splitlines()[-1:] or [""])
 
-    def _run_command(self, command: str, timeout_s: float | None = None, network: bool = False):
+    def _run_command(
+        self,
+        command: str,
+        timeout_s: float | None = None,
+        network: bool = False,
+        package_config: str = "",
+    ):
         """A command of a phase's check, with the workspace's virtual environment. Only
-        cadillac's own installs ask for the network, and get the package managers' settings."""
+        cadillac's own installs ask for the network, each with its program's settings."""
         result = run_command(
             command,
             self.run.workspace,
@@ -603,7 +609,7 @@ class Builder:
             path_prefix=[self.venv_bin],
             env=self.env,
             network=network,
-            package_config=network,
+            package_config=package_config if network else "",
             stop=self.stop,
         )
         self.emit(

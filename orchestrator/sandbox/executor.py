@@ -173,7 +173,7 @@ class Executor(Protocol):
         path_prefix: Sequence[Path] = (),
         visible: Sequence[Path] = (),
         writable: Sequence[Path] = (),
-        package_config: bool = False,
+        package_config: str = "",
         stop: threading.Event | None = None,
     ) -> CommandResult: ...
 
@@ -244,7 +244,7 @@ class Bubblewrap:
         path_prefix: Sequence[Path] = (),
         visible: Sequence[Path] = (),
         writable: Sequence[Path] = (),
-        package_config: bool = False,
+        package_config: str = "",
         stop: threading.Event | None = None,
     ) -> CommandResult:
         check_sandbox(self.config)
@@ -295,7 +295,7 @@ class Unsandboxed:
         path_prefix: Sequence[Path] = (),
         visible: Sequence[Path] = (),
         writable: Sequence[Path] = (),
-        package_config: bool = False,
+        package_config: str = "",
         stop: threading.Event | None = None,
     ) -> CommandResult:
         cwd = Path(cwd).resolve()
@@ -325,7 +325,7 @@ def run_command(
     network: bool = False,
     writable: Sequence[Path] = (),
     visible: Sequence[Path] = (),
-    package_config: bool = False,
+    package_config: str = "",
     stop: threading.Event | None = None,
 ) -> CommandResult:
     """Run ``bash -c command`` in ``cwd`` as ``config`` says; never raises for what the

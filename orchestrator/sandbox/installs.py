@@ -85,11 +85,13 @@ ENV_DIRS = (".venv", "node_modules", ".cargo-home", ".gopath", "target")
 
 @dataclass
 class InstallStep:
-    """One command of an install: what it installs, whether it needs the network."""
+    """One command of an install: what it installs, whether it needs the network, and the
+    install program whose settings (an index, a token) it alone gets with it."""
 
     what: str
     command: str
     network: bool
+    tool: str = ""
 
 
 def _requirements_file(path: Path) -> list[str]:
@@ -105,7 +107,7 @@ def _wheels(what: str, requirements: Sequence[str]) -> list[InstallStep]:
     if not requirements:
         return []
     quoted = " ".join(shlex.quote(r) for r in requirements)
-    return [InstallStep(what, f"{PIP} {WHEELS_ONLY} {quoted}", network=True)]
+    return [InstallStep(what, f"{PIP} {WHEELS_ONLY} {quoted}", network=True, tool="pip")]
 
 
 def _pyproject(path: Path) -> list[InstallStep]:
@@ -174,7 +176,7 @@ def install_steps(
                     "machine only; remove the project's own configuration"
                 )
     prefix = f"PATH={shlex.quote(trusted_path(root))} "
-    return [InstallStep(s.what, prefix + s.command, s.network) for s in steps]
+    return [InstallStep(s.what, prefix + s.command, s.network, s.tool) for s in steps]
 
 
 def _steps(root: Path, declared: Sequence[str], plan_dependencies: Sequence[str]) -> list:
@@ -194,11 +196,11 @@ def _steps(root: Path, declared: Sequence[str], plan_dependencies: Sequence[str]
         check_package_json(root)
         verb = "ci" if what_is(root / "package-lock.json") is None else "install"
         command = f"npm {verb} --ignore-scripts --no-audit --no-fund"
-        steps.append(InstallStep("package.json", command, network=True))
+        steps.append(InstallStep("package.json", command, network=True, tool="npm"))
     if "Cargo.toml" in present:
         check_cargo(root)
-        steps.append(InstallStep("Cargo.toml", "cargo fetch", network=True))
+        steps.append(InstallStep("Cargo.toml", "cargo fetch", network=True, tool="cargo"))
     if "go.mod" in present:
         check_go_mod(root)
-        steps.append(InstallStep("go.mod", "go mod download", network=True))
+        steps.append(InstallStep("go.mod", "go mod download", network=True, tool="go"))
     return steps

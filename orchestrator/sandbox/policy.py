@@ -19,18 +19,20 @@ A command the model wrote starts with nothing and is given, by name:
 * the workspace, read-write; a private ``/tmp`` (a tmpfs of a fixed size, gone with the
   command) holding an empty ``HOME``; a minimal ``/dev`` with a ``/dev/shm`` of the same
   size, and a ``/proc`` of its own PID namespace;
-* for cadillac's own dependency installs only (``package_config``): the package managers'
-  configuration files (:data:`PACKAGE_CONFIG`), so installs reach whatever index the
-  machine is set up for. Model-written commands never see them: a ``.npmrc`` or a
-  ``pip.conf`` may hold credentials.
+* for cadillac's own dependency installs only (``package_config``, which names the one
+  install program of the step): that program's configuration files
+  (:data:`PACKAGE_CONFIG`, :data:`USER_PACKAGE_CONFIG`), so installs reach whatever index
+  the machine is set up for. Model-written commands never see them, and an install of
+  one program never sees another's: a ``.npmrc`` or a ``pip.conf`` may hold credentials.
 
 Everything else is invisible: the user's home, the cadillac home (memory, budgets, other
 runs), the matrix and its hidden checks, ``/run`` with every host socket, ``/sys``.
 
 The environment starts empty (:func:`command_env`): ``PATH``, the locale, ``TERM``,
-``TZ``, what cadillac sets itself, and for installs the package managers' settings
-(``PIP_*``, ``NPM_CONFIG_*``, ``CARGO_*``, ``GO*`` proxies), minus any whose name says it
-holds a secret. No provider key, and no other user variable, reaches a command.
+``TZ``, what cadillac sets itself, and for an install step its program's own settings
+(``PIP_*``, ``NPM_CONFIG_*``, ``CARGO_*`` or Go's ``GO*``) and the proxy variables, minus
+any whose name says it holds a secret. No provider key, and no other user variable,
+reaches a command.
 """
 
 from __future__ import annotations
@@ -83,29 +85,35 @@ ETC = (
 ETC_GLOBS = ("python3*", "java-*")
 """Per-version configuration of interpreters (Debian's python3.11 sitecustomize, Java)."""
 
-PACKAGE_CONFIG = (
-    "/etc/pip.conf",
-    "/etc/xdg/pip",
-    "/etc/npmrc",
-    "/usr/etc/npmrc",
-)
-"""System-wide package-manager configuration, visible to cadillac's installs only."""
-USER_PACKAGE_CONFIG = (".config/pip/pip.conf", ".pip/pip.conf", ".npmrc")
-"""Per-user package-manager configuration, bound at the same place under the sandbox's HOME."""
+PACKAGE_TOOLS = ("pip", "npm", "cargo", "go")
+"""The install programs whose settings an install step may be given (one per step)."""
+PACKAGE_CONFIG = {
+    "pip": ("/etc/pip.conf", "/etc/xdg/pip"),
+    "npm": ("/etc/npmrc", "/usr/etc/npmrc"),
+}
+"""System-wide configuration of each install program, visible to its own installs only."""
+USER_PACKAGE_CONFIG = {"pip": (".config/pip/pip.conf", ".pip/pip.conf"), "npm": (".npmrc",)}
+"""Per-user configuration of each install program, bound at the same place under the
+sandbox's HOME for that program's installs only (cargo's is the project's ``CARGO_HOME``)."""
 
 SANDBOX_HOME = "/tmp/home"
 TOOLCHAINS = ("node", "npm", "cargo", "rustc", "go", "git")
 
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 BASE_ENV = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ")
-PACKAGE_ENV_PREFIXES = ("PIP_", "NPM_CONFIG_", "CARGO_")
-PACKAGE_ENV_NAMES = frozenset(
-    {"GOPROXY", "GOSUMDB", "GOFLAGS", "GOPRIVATE", "GONOPROXY", "GONOSUMDB", "GOINSECURE"}
-    | {f"{name}_PROXY" for name in ("HTTP", "HTTPS", "ALL", "NO")}
+PACKAGE_ENV_PREFIXES = {"pip": ("PIP_",), "npm": ("NPM_CONFIG_",), "cargo": ("CARGO_",)}
+PACKAGE_ENV_NAMES = {
+    "go": frozenset(
+        {"GOPROXY", "GOSUMDB", "GOFLAGS", "GOPRIVATE", "GONOPROXY", "GONOSUMDB", "GOINSECURE"}
+    )
+}
+"""Each install program's own settings (Go's have no common prefix)."""
+PROXY_ENV_NAMES = frozenset(
+    {f"{name}_PROXY" for name in ("HTTP", "HTTPS", "ALL", "NO")}
     | {f"{name}_proxy" for name in ("http", "https", "all", "no")}
 )
-"""Besides the prefixes: Go's settings, and the proxy an install goes through (a user's
-proxy, or an improve trial's egress gate: :mod:`orchestrator.sandbox.egress`)."""
+"""The proxy every install goes through (a user's proxy, or an improve trial's egress
+gate: :mod:`orchestrator.sandbox.egress`)."""
 
 
 def _secret(name: str) -> bool:
@@ -115,18 +123,25 @@ def _secret(name: str) -> bool:
 
 def command_env(
     extra: Mapping[str, str] | None = None,
-    package_config: bool = False,
+    package_config: str = "",
     base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of a command: the allow-list of ``base`` (default: os.environ), then
-    what cadillac sets (``extra``, which may also override the allow-list)."""
+    what cadillac sets (``extra``, which may also override the allow-list). An install
+    step of ``package_config`` (a name of :data:`PACKAGE_TOOLS`) also gets that program's
+    own settings and the proxy, never another program's."""
+    if package_config and package_config not in PACKAGE_TOOLS:
+        raise ValueError(f"no install program named {package_config!r}")
     source = os.environ if base is None else base
+    prefixes = PACKAGE_ENV_PREFIXES.get(package_config, ())
+    names = PACKAGE_ENV_NAMES.get(package_config, frozenset())
+    if package_config:
+        names = names | PROXY_ENV_NAMES
     env: dict[str, str] = {}
     for name, value in source.items():
         allowed = name in BASE_ENV or name.startswith("LC_")
         if package_config and not _secret(name):
-            allowed = allowed or name.startswith(PACKAGE_ENV_PREFIXES)
-            allowed = allowed or name in PACKAGE_ENV_NAMES
+            allowed = allowed or name.startswith(prefixes) or name in names
         if allowed:
             env[name] = value
     env.setdefault("PATH", os.defpath)
@@ -272,7 +287,7 @@ def mounts(
     toolchains: Sequence[Path],
     visible: Sequence[Path] = (),
     writable: Sequence[Path] = (),
-    package_config: bool = False,
+    package_config: str = "",
     user_home: Path | None = None,
     tmp_size: int = 1024**3,
 ) -> list[str]:
@@ -306,14 +321,15 @@ def mounts(
     binds: list[str] = []
     for root in toolchains:
         binds += _bind("--ro-bind", root)
-    if package_config:
-        binds += [a for p in PACKAGE_CONFIG if os.path.exists(p) for a in _bind("--ro-bind", p)]
+    if package_config:  # one install program's own configuration, none of another's
+        system = PACKAGE_CONFIG.get(package_config, ())
+        binds += [a for p in system if os.path.exists(p) for a in _bind("--ro-bind", p)]
         home = user_home or Path(os.path.expanduser("~"))
-        for rel in USER_PACKAGE_CONFIG:
+        for rel in USER_PACKAGE_CONFIG.get(package_config, ()):
             if (home / rel).is_file():
                 binds += ["--ro-bind", str(home / rel), f"{SANDBOX_HOME}/{rel}"]
         conf = os.environ.get("PIP_CONFIG_FILE")
-        if conf and os.path.isfile(conf):
+        if package_config == "pip" and conf and os.path.isfile(conf):
             binds += _bind("--ro-bind", conf)
     for path in visible:
         binds += _bind("--ro-bind", Path(path).resolve())

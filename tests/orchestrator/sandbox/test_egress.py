@@ -170,8 +170,8 @@ def test_the_hosts_are_the_models_and_the_registries(tmp_path):
 def test_installs_get_the_proxy_and_a_models_commands_do_not(monkeypatch):
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
     monkeypatch.setenv("no_proxy", "localhost")
-    assert command_env(package_config=True)["HTTPS_PROXY"] == "http://127.0.0.1:3128"
-    assert command_env(package_config=True)["no_proxy"] == "localhost"
+    assert command_env(package_config="pip")["HTTPS_PROXY"] == "http://127.0.0.1:3128"
+    assert command_env(package_config="npm")["no_proxy"] == "localhost"
     assert "HTTPS_PROXY" not in command_env() and "no_proxy" not in command_env()
 
 

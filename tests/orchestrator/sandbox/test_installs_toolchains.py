@@ -82,7 +82,7 @@ def deps_check(ws: Path, cache: Path):
     (``Agent._run_command``): the workspace's ``.venv/bin`` first on PATH, the project's
     environment, the network and the package managers' settings only where a step asks."""
 
-    def run(command: str, timeout_s: float | None = None, network: bool = False):
+    def run(command, timeout_s=None, network=False, package_config=""):
         return run_command(
             command,
             ws,
@@ -91,7 +91,7 @@ def deps_check(ws: Path, cache: Path):
             path_prefix=[ws / ".venv" / "bin"],
             env=project_env(ws),
             network=network,
-            package_config=network,
+            package_config=package_config,
         )
 
     ctx = PhaseContext(task="t", workspace=Workspace(ws), run=run, cache_dir=cache)

@@ -94,19 +94,36 @@ SHOW = (
 def test_installs_read_the_package_configuration_and_cannot_change_it(ws, package_config):
     files = package_config
     show = SHOW.format(file=files["file"], cargo=files["cargo"])
-    result = run_command(show, ws, ExecConfig(), package_config=True)
-    for name in ("npmrc", "pip", "file"):
-        assert f"{CANARY}-{name}" in result.output, result.output
-    assert f"PIP_INDEX_URL=https://{CANARY}-pip/simple" in result.output
-    assert f"NPM_CONFIG_REGISTRY=https://{CANARY}-npm/" in result.output
-    assert "CARGO_NET_RETRY=7" in result.output
-    assert f"{CANARY}-token" not in result.output  # a variable named as a secret stays out
-    assert (
-        f"{CANARY}-cargo" not in result.output
-    )  # ~/.cargo is not bound: CARGO_HOME is the project's
-    assert "wrote" not in result.output and len(REFUSED.findall(result.output)) == 3
+    seen = {tool: run_command(show, ws, ExecConfig(), package_config=tool).output
+            for tool in ("pip", "npm", "cargo")}  # fmt: skip
+    pip, npm, cargo = seen["pip"], seen["npm"], seen["cargo"]
+    for name in ("pip", "file"):
+        assert f"{CANARY}-{name}" in pip, pip
+    assert f"PIP_INDEX_URL=https://{CANARY}-pip/simple" in pip
+    assert f"{CANARY}-npmrc" in npm and f"NPM_CONFIG_REGISTRY=https://{CANARY}-npm/" in npm
+    assert "CARGO_NET_RETRY=7" in cargo
+    for out in seen.values():
+        assert f"{CANARY}-token" not in out  # a variable named as a secret stays out
+        assert f"{CANARY}-cargo" not in out  # ~/.cargo is not bound: CARGO_HOME is the project's
+    assert "wrote /tmp/home/.config/pip/pip.conf" not in pip and f"wrote {files['file']}" not in pip
+    assert "wrote /tmp/home/.npmrc" not in npm  # (what is not bound lands in the own /tmp)
+    assert len(REFUSED.findall(pip)) == 2 and REFUSED.search(npm)
     for name, path in files.items():
         assert path.read_text() == f"# {CANARY}-{name}\n"
+
+
+def test_an_install_step_sees_only_its_own_program_s_settings(ws, package_config):
+    """The pip step cannot read the npm token, nor the npm step pip's index password."""
+    files = package_config
+    show = SHOW.format(file=files["file"], cargo=files["cargo"])
+    pip = run_command(show, ws, ExecConfig(), package_config="pip").output
+    npm = run_command(show, ws, ExecConfig(), package_config="npm").output
+    cargo = run_command(show, ws, ExecConfig(), package_config="cargo").output
+    assert f"{CANARY}-npmrc" not in pip and "NPM_CONFIG" not in pip, pip
+    assert f"{CANARY}-pip" not in npm and f"{CANARY}-file" not in npm and "PIP_" not in npm, npm
+    assert CANARY not in cargo and "PIP_" not in cargo and "NPM_CONFIG" not in cargo, cargo
+    with pytest.raises(ValueError, match="no install program"):
+        run_command("true", ws, ExecConfig(), package_config="everything")
 
 
 def test_a_model_command_sees_no_package_configuration(ws, package_config):
