@@ -17,7 +17,9 @@ network is on:
 * ``package.json``: ``npm ci`` (with a lock file) or ``npm install``, with
   ``--ignore-scripts`` so no install script runs.
 * ``Cargo.toml``: ``cargo fetch`` (downloads crates; build scripts run only at build time,
-  offline). ``go.mod``: ``go mod download``. Their caches live in the project folder.
+  offline). ``go.mod``: ``go mod download``, from the module proxy only (``GOVCS=*:off``:
+  go runs no version-control program, whatever ``GOPROXY`` says; ``GOTOOLCHAIN=local``:
+  no toolchain a ``go.mod`` names is fetched). Their caches live in the project folder.
 
 Nothing of the workspace may choose what these commands run or where they fetch from:
 
@@ -137,6 +139,8 @@ def project_env(root: Path) -> dict[str, str]:
         "CARGO_HOME": str(root / ".cargo-home"),
         "GOPATH": str(root / ".gopath"),
         "GOFLAGS": "-mod=mod",
+        "GOVCS": "*:off",  # modules come from the module proxy: go never runs git or hg
+        "GOTOOLCHAIN": "local",  # the go on the host's PATH, never one go.mod asks to fetch
     }
 
 

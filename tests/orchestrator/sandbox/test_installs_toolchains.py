@@ -208,6 +208,17 @@ def test_go_mod_download_runs(tmp_path, venv_cache):
     assert result.summary == "go.mod installed into .venv"
 
 
+def test_go_never_runs_a_version_control_program(tmp_path, venv_cache, monkeypatch):
+    """A module the proxy does not serve (GOPROXY=direct) would be fetched by running git
+    with the network on; go is told it may run none."""
+    monkeypatch.setenv("GOPROXY", "direct")
+    go_mod = "module example.com/tiny\n\ngo 1.19\n\nrequire example.invalid/x.git v1.0.0\n"
+    ws = workspace(tmp_path, {"go.mod": go_mod, "main.go": "package main\n\nfunc main() {}\n"})
+    result = deps_check(ws, venv_cache)
+    assert not result.passed
+    assert "git ls-remote" not in result.details and "GOVCS" in result.details, result.details
+
+
 @pytest.mark.parametrize(
     "files, program",
     [
