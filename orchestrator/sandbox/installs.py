@@ -105,11 +105,18 @@ def _requirements_file(path: Path) -> list[str]:
     return out
 
 
-def _wheels(what: str, requirements: Sequence[str]) -> list[InstallStep]:
+def _wheels(root: Path, what: str, requirements: Sequence[str]) -> list[InstallStep]:
+    """pip, from a new empty folder of the sandbox's own ``/tmp``, installing the project's
+    ``.venv`` by its absolute path: pip reads a requirement naming an existing file or
+    folder of its working folder as that file (``evil-1.0.tar.gz`` is an archive to build,
+    ``x.whl`` a wheel to install), so the workspace is never where it looks."""
     if not requirements:
         return []
     quoted = " ".join(shlex.quote(r) for r in requirements)
-    return [InstallStep(what, f"{PIP} {WHEELS_ONLY} {quoted}", network=True, tool="pip")]
+    python = shlex.quote(os.path.join(os.path.realpath(root), ".venv/bin/python"))
+    pip = PIP.replace(".venv/bin/python", python, 1)
+    command = f'cd "$(mktemp -d)" && {pip} {WHEELS_ONLY} {quoted}'
+    return [InstallStep(what, command, network=True, tool="pip")]
 
 
 def _pyproject(path: Path) -> list[InstallStep]:
@@ -123,7 +130,7 @@ def _pyproject(path: Path) -> list[InstallStep]:
         raise InstallError("pyproject.toml: requires and dependencies must be lists of strings")
     wanted = [requirement(str(r), "pyproject.toml [build-system] requires") for r in build]
     wanted += [requirement(str(r), "pyproject.toml [project] dependencies") for r in deps]
-    steps = _wheels("pyproject.toml dependencies", wanted)
+    steps = _wheels(path.parent, "pyproject.toml dependencies", wanted)
     if "project" in data or what_is(path.parent / "setup.py") is None:
         steps.append(InstallStep("the project itself", OFFLINE_PROJECT, network=False))
     return steps
@@ -189,12 +196,12 @@ def _steps(root: Path, declared: Sequence[str], plan_dependencies: Sequence[str]
     steps: list[InstallStep] = []
     if "requirements.txt" in present:
         reqs = _requirements_file(root / "requirements.txt")
-        steps += _wheels("requirements.txt", reqs)
+        steps += _wheels(root, "requirements.txt", reqs)
     if "pyproject.toml" in present:
         steps += _pyproject(root / "pyproject.toml")
     elif "setup.py" in present:
         reqs = [requirement(r, "plan.json dependencies") for r in plan_dependencies]
-        steps += _wheels("the plan's dependencies", reqs)
+        steps += _wheels(root, "the plan's dependencies", reqs)
         steps.append(InstallStep("the project itself", OFFLINE_PROJECT, network=False))
     if "package.json" in present:
         check_package_json(root)

@@ -11,13 +11,20 @@ environment (``PIP_EXTRA_INDEX_URL``), which no build code may read.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import http.server
 import io
 import json
 import tarfile
+import threading
 from pathlib import Path
 
 import pytest
 
+from orchestrator.sandbox import installs
+from orchestrator.sandbox.executor import ExecConfig, run_command
+from orchestrator.sandbox.installs import project_env
 from tests.orchestrator.sandbox.test_installs_toolchains import (
     MARK,
     deps_check,
@@ -94,6 +101,23 @@ def test_an_archive_named_in_requirements_is_refused_and_never_built(
     assert not marker.exists() and marks(ws) == [] and not reached()
 
 
+def test_pip_never_looks_for_a_requirement_in_the_workspace(
+    tmp_path, venv_cache, listener, credentials
+):
+    """Behind the name check, the network step itself: pip runs from an empty folder, so
+    an archive or a wheel of the workspace named as a requirement is not found there."""
+    port, reached = listener
+    ws = workspace(tmp_path, {"requirements.txt": ""})
+    assert deps_check(ws, venv_cache).passed  # makes the project's .venv
+    marker = ws / f"{MARK}-evil"
+    sdist(ws, "evil", port, marker)
+    (step,) = installs._wheels(ws, "the planted archive", ["evil-1.0.tar.gz"])
+    result = run_command(step.command, ws, ExecConfig(), env=project_env(ws),
+                         network=True, package_config="pip")  # fmt: skip
+    assert not result.ok, result.output
+    assert not marker.exists() and marks(ws) == [] and not reached(), result.output
+
+
 # ---------------------------------------------------------------------------- npm, cargo, go
 def package_json(port: int, spec: str) -> str:
     return json.dumps({"name": "tiny", "version": "1.0.0", "dependencies": {"x": spec}})
@@ -148,6 +172,88 @@ def test_an_npm_lock_file_resolved_to_another_host_is_refused(tmp_path, venv_cac
     assert not reached()
     assert not result.passed and "package-lock.json" in result.summary, result.for_model()
     assert f"127.0.0.1:{port}" in result.summary
+
+
+def npm_tarball(name: str, scripts: dict[str, str]) -> bytes:
+    """A package as the registry serves it: ``package/`` with its ``package.json``."""
+    manifest = {"name": name, "version": "1.0.0", "scripts": scripts}
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for rel, text in {
+            "package.json": json.dumps(manifest),
+            "index.js": "exports.x = 1;\n",
+        }.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"package/{rel}")
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+@pytest.fixture
+def npm_registry(monkeypatch):
+    """An npm registry on 127.0.0.1 the user's settings name (``NPM_CONFIG_REGISTRY``),
+    serving packages from ``packages`` (name -> tarball); ``hits`` lists what was asked."""
+    packages: dict[str, bytes] = {}
+    hits: list[str] = []
+
+    class Registry(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits.append(self.path)
+            name = self.path.strip("/").split("/")[0]
+            if name not in packages:
+                self.send_error(404)
+                return
+            body = packages[name]
+            if "/-/" not in self.path:
+                tarball = f"http://127.0.0.1:{port}/{name}/-/{name}-1.0.0.tgz"
+                integrity = "sha512-" + base64.b64encode(hashlib.sha512(body).digest()).decode()
+                version = {"name": name, "version": "1.0.0", "hasInstallScript": True,
+                           "dist": {"tarball": tarball, "integrity": integrity,
+                                    "shasum": hashlib.sha1(body).hexdigest()}}  # fmt: skip
+                meta = {"name": name, "dist-tags": {"latest": "1.0.0"},
+                        "versions": {"1.0.0": version}}  # fmt: skip
+                body = json.dumps(meta).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Registry)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("NPM_CONFIG_REGISTRY", f"http://127.0.0.1:{port}/")
+    yield packages, hits
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_registry_package_install_script_never_runs_with_the_network(
+    tmp_path, venv_cache, listener, npm_registry
+):
+    """A real install from a registry of the user's: the package arrives, its install
+    scripts (which would write outside and call the listener) never run with the network."""
+    port, reached = listener
+    packages, hits = npm_registry
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    script = (f"node -e \"require('fs').writeFileSync('{outside}/{MARK}-'+process.argv[1],'x');"
+              f"require('net').connect({port},'127.0.0.1')\"")  # fmt: skip
+    scripts = {n: f"{script} {n}" for n in ("preinstall", "install", "postinstall")}
+    packages["evilpkg"] = npm_tarball("evilpkg", scripts)
+    ws = workspace(
+        tmp_path, {"package.json": package_json(port, "^1.0.0").replace('"x"', '"evilpkg"')}
+    )
+    first = deps_check(ws, venv_cache)  # npm install
+    assert first.passed, first.for_model()
+    assert (ws / "node_modules" / "evilpkg" / "index.js").is_file()
+    assert any("/-/" in hit for hit in hits), hits  # the tarball came from the registry
+    again = deps_check(ws, venv_cache)  # npm ci, from the lock file it wrote
+    assert again.passed, again.for_model()
+    assert marks(ws, outside) == [] and not reached()
 
 
 CARGO = '[package]\nname = "tiny"\nversion = "0.1.0"\nedition = "2021"\n\n'
