@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.sandbox.executor import CommandResult
 from orchestrator.sandbox.files import read_regular, what_is
+from orchestrator.sandbox.installs import InstallStep
 from orchestrator.sandbox.workspace import Workspace
 from phases.suite import SuiteInventory, inventory
 
@@ -73,8 +74,9 @@ class CheckResult(BaseModel):
 
 
 Runner = Callable[..., CommandResult]
-"""run(command, timeout_s=None, network=False, package_config="") -> CommandResult, in the
-workspace; ``package_config`` names the install program whose settings an install gets."""
+"""run(command, timeout_s=None, install=None) -> CommandResult, in the
+workspace; only an issued ``install`` step (see orchestrator/sandbox/installs.py) gets
+the network and its program's settings, and run_command checks the step."""
 
 
 @dataclass
@@ -149,12 +151,11 @@ def run_step(
     what: str,
     command: str,
     timeout_s: float | None = None,
-    network: bool = False,
-    package_config: str = "",
+    install: InstallStep | None = None,
 ) -> CheckResult | None:
-    """Run one command of a check; a CheckResult when it failed, else None. Only
-    cadillac's own install steps pass ``network`` and their program (``package_config``)."""
-    result = ctx.run(command, timeout_s=timeout_s, network=network, package_config=package_config)
+    """Run one command of a check; a CheckResult when it failed, else None. Only an
+    install step cadillac issued (``install``, whose command this is) has the network."""
+    result = ctx.run(command, timeout_s=timeout_s, install=install)
     return None if result.ok else command_failed(f"{what} `{command}`", result)
 
 

@@ -51,8 +51,7 @@ def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
         return CheckResult(passed=False, summary=f"cannot install from {declared[0]}: {exc}")
     for step in steps:
         what = f"installing {step.what}"
-        tool = step.tool if step.network else ""  # that program's settings, no other's
-        failed = run_step(ctx, what, step.command, INSTALL_TIMEOUT_S, step.network, tool)
+        failed = run_step(ctx, what, step.command, INSTALL_TIMEOUT_S, install=step)
         if failed is not None:
             return failed
     done = f"{declared[0]} installed into .venv"

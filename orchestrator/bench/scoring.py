@@ -214,8 +214,7 @@ def _set_up(
             timeout_s=INSTALL_TIMEOUT_S,
             path_prefix=[project / ".venv" / "bin"],
             env=project_env(project),
-            network=step.network,
-            package_config=step.tool if step.network else "",
+            install=step,
         )
         if not done.ok:
             return f"installing {step.what} failed: {done.for_model()[-300:]}"

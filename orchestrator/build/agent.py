@@ -63,7 +63,7 @@ from orchestrator.hooks import Hooks
 from orchestrator.llm.client import LLMClient, LLMConfig, ModelError, ToolCall, check_model
 from orchestrator.sandbox.executor import ExecConfig, check_sandbox, run_command
 from orchestrator.sandbox.files import UnsafeFile, read_regular, what_is
-from orchestrator.sandbox.installs import DEPENDENCY_FILES, project_env
+from orchestrator.sandbox.installs import DEPENDENCY_FILES, InstallStep, project_env
 from orchestrator.sandbox.venvs import support_site
 from orchestrator.sandbox.workspace import Workspace
 from orchestrator.tools.box import FinishRequest, ToolBox
@@ -596,11 +596,10 @@ class Builder:
         self,
         command: str,
         timeout_s: float | None = None,
-        network: bool = False,
-        package_config: str = "",
+        install: InstallStep | None = None,
     ):
-        """A command of a phase's check, with the workspace's virtual environment. Only
-        cadillac's own installs ask for the network, each with its program's settings."""
+        """A command of a phase's check, with the workspace's virtual environment. Only an
+        install step cadillac issued brings the network (run_command checks it)."""
         result = run_command(
             command,
             self.run.workspace,
@@ -608,9 +607,8 @@ class Builder:
             timeout_s=timeout_s,
             path_prefix=[self.venv_bin],
             env=self.env,
-            network=network,
-            package_config=package_config if network else "",
             stop=self.stop,
+            install=install,
         )
         self.emit(
             "command",
@@ -620,7 +618,7 @@ class Builder:
             seconds=round(result.seconds, 3),
             output_bytes=result.output_bytes,
             sandboxed=result.sandboxed,
-            network=network,
+            network=bool(install and install.network),
             limit=result.limit,
         )
         return result

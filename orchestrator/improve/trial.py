@@ -69,7 +69,7 @@ from orchestrator.llm.backends import is_builtin
 from orchestrator.llm.client import LLMConfig
 from orchestrator.llm.keys import provider_env
 from orchestrator.sandbox import egress
-from orchestrator.sandbox.executor import ExecConfig, run_command
+from orchestrator.sandbox.executor import ExecConfig, executor_for, run_command
 from orchestrator.sandbox.files import kind_of, read_regular, remove_tree, replace_file, what_is
 from orchestrator.sandbox.installs import remove_envs
 
@@ -351,10 +351,9 @@ class SandboxedMatrix:
         self._public_matrix(public)
         self._frozen_home(home)
         with self._way_out(trial, round) as (network, gate_env, gate_dirs, gate):
-            done = run_command(
+            done = executor_for(trial_config(self.executor, self.timeout_s)).run(
                 self._command(public, home, round),
                 trial,
-                trial_config(self.executor, self.timeout_s),
                 timeout_s=self.timeout_s,
                 network=network,
                 env={**self._env(code), **gate_env},

@@ -56,6 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from orchestrator.errors import CadillacError
 from orchestrator.sandbox import footprint, identity, policy, venvs
 from orchestrator.sandbox.footprint import GIB, WorkspaceLimits, human_bytes
+from orchestrator.sandbox.installs import InstallStep, check_issued
 
 DRAIN_S = 1.0  # after the command ends, how long to wait for a pipe an escaped process holds
 INSTALL_HINT = (
@@ -322,15 +323,23 @@ def run_command(
     timeout_s: float | None = None,
     path_prefix: Sequence[Path] = (),
     env: Mapping[str, str] | None = None,
-    network: bool = False,
     writable: Sequence[Path] = (),
     visible: Sequence[Path] = (),
-    package_config: str = "",
     stop: threading.Event | None = None,
+    install: InstallStep | None = None,
 ) -> CommandResult:
     """Run ``bash -c command`` in ``cwd`` as ``config`` says; never raises for what the
     command itself does (SandboxUnavailable when it cannot be sandboxed). ``stop``, once
-    set, kills the command at once (Ctrl-C or SIGTERM of cadillac, a spend cap)."""
+    set, kills the command at once (Ctrl-C or SIGTERM of cadillac, a spend cap).
+
+    The network, and one install program's settings, come only from ``install``: a step
+    :func:`orchestrator.sandbox.installs.install_steps` issued, whose own command this must
+    be (InstallError otherwise, before anything runs). No caller can ask for them by a flag."""
+    network, package_config = False, ""
+    if install is not None:
+        check_issued(install, command)
+        network = install.network
+        package_config = install.tool if install.network else ""
     return executor_for(config).run(
         command,
         cwd,

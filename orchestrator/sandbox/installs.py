@@ -44,6 +44,7 @@ from __future__ import annotations
 import os
 import shlex
 import tomllib
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,7 +86,7 @@ ENV_DIRS = (".venv", "node_modules", ".cargo-home", ".gopath", "target")
 """What installs and builds put in a project folder: re-made by the next install."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class InstallStep:
     """One command of an install: what it installs, whether it needs the network, and the
     install program whose settings (an index, a token) it alone gets with it."""
@@ -187,7 +188,27 @@ def install_steps(
                     "machine only; remove the project's own configuration"
                 )
     prefix = f"PATH={shlex.quote(trusted_path(root))} "
-    return [InstallStep(s.what, prefix + s.command, s.network, s.tool) for s in steps]
+    return [_issue(InstallStep(s.what, prefix + s.command, s.network, s.tool)) for s in steps]
+
+
+_ISSUED: weakref.WeakValueDictionary[int, InstallStep] = weakref.WeakValueDictionary()
+"""The steps :func:`install_steps` handed out, by ``id``. Holding the very object (not an
+equal one) is the grant: a forged ``InstallStep(...)`` or a ``dataclasses.replace`` of an
+issued one is another object, never in here, so the executor refuses it. Weak, so a step
+nobody holds any more is forgotten with it (and its id cannot be reused while it lives)."""
+
+
+def _issue(step: InstallStep) -> InstallStep:
+    _ISSUED[id(step)] = step
+    return step
+
+
+def check_issued(step: InstallStep, command: str) -> None:
+    """Refuse (InstallError) a step cadillac did not issue, or a command that is not its own."""
+    if _ISSUED.get(id(step)) is not step:
+        raise InstallError(f"{step.what}: not an install step cadillac issued; refused")
+    if command != step.command:
+        raise InstallError(f"{step.what}: the command differs from the issued step's; refused")
 
 
 def _steps(root: Path, declared: Sequence[str], plan_dependencies: Sequence[str]) -> list:

@@ -124,7 +124,6 @@ except Exception as exc:
                 f"{sys.executable} probe.py {server.api_base}",
                 work,
                 ExecConfig(),
-                network=False,
                 env={egress.SOCKET_ENV: str(gate.path), "PYTHONPATH": str(ROOT)},
                 writable=[gate.folder],
                 visible=[ROOT, Path(sys.prefix).resolve()],

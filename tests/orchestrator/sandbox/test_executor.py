@@ -29,6 +29,7 @@ from orchestrator.sandbox.executor import (
     probe,
     run_command,
 )
+from orchestrator.sandbox.installs import InstallStep, _issue
 
 SANDBOXES = ["none", "bwrap"]
 CANARY = "cadillac-canary-7f3e"
@@ -373,13 +374,9 @@ def test_a_hostile_command_reaches_no_socket_of_the_host(ws: Path, tmp_path: Pat
             result = run_command(command, ws, ExecConfig(), timeout_s=20)
             assert result.sandboxed and not result.ok, (command, result.output)
             assert "connected" not in result.output
-        online = run_command(
-            f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected",
-            ws,
-            ExecConfig(),
-            timeout_s=20,
-            network=True,
-        )
+        connect = f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
+        step = _issue(InstallStep("test", connect, network=True))
+        online = run_command(connect, ws, ExecConfig(), timeout_s=20, install=step)
         assert online.ok and online.output == "connected\n"  # only when cadillac asks (installs)
 
 

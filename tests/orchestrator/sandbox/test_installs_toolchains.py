@@ -82,7 +82,7 @@ def deps_check(ws: Path, cache: Path):
     (``Agent._run_command``): the workspace's ``.venv/bin`` first on PATH, the project's
     environment, the network and the package managers' settings only where a step asks."""
 
-    def run(command, timeout_s=None, network=False, package_config=""):
+    def run(command, timeout_s=None, install=None):
         return run_command(
             command,
             ws,
@@ -90,8 +90,7 @@ def deps_check(ws: Path, cache: Path):
             timeout_s=timeout_s,
             path_prefix=[ws / ".venv" / "bin"],
             env=project_env(ws),
-            network=network,
-            package_config=package_config,
+            install=install,
         )
 
     ctx = PhaseContext(task="t", workspace=Workspace(ws), run=run, cache_dir=cache)

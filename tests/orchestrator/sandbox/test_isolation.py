@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.sandbox.executor import ExecConfig, run_command
+from orchestrator.sandbox.installs import InstallStep, _issue
 
 CANARY = "cadillac-canary-51ab"
 REFUSED = re.compile("Read-only file system|Permission denied")
@@ -82,6 +83,12 @@ def package_config(tmp_path: Path, monkeypatch) -> dict[str, Path]:
     return files
 
 
+def _as_install(command: str, ws: Path, tool: str):
+    """``command`` run as an install step cadillac issued for ``tool`` (the test issues it)."""
+    step = _issue(InstallStep("test", command, network=True, tool=tool))
+    return run_command(command, ws, ExecConfig(), install=step)
+
+
 SHOW = (
     "cat /tmp/home/.npmrc /tmp/home/.config/pip/pip.conf {file} {cargo} "
     "/tmp/home/.cargo/config.toml;"
@@ -94,7 +101,7 @@ SHOW = (
 def test_installs_read_the_package_configuration_and_cannot_change_it(ws, package_config):
     files = package_config
     show = SHOW.format(file=files["file"], cargo=files["cargo"])
-    seen = {tool: run_command(show, ws, ExecConfig(), package_config=tool).output
+    seen = {tool: _as_install(show, ws, tool).output
             for tool in ("pip", "npm", "cargo")}  # fmt: skip
     pip, npm, cargo = seen["pip"], seen["npm"], seen["cargo"]
     for name in ("pip", "file"):
@@ -116,14 +123,14 @@ def test_an_install_step_sees_only_its_own_program_s_settings(ws, package_config
     """The pip step cannot read the npm token, nor the npm step pip's index password."""
     files = package_config
     show = SHOW.format(file=files["file"], cargo=files["cargo"])
-    pip = run_command(show, ws, ExecConfig(), package_config="pip").output
-    npm = run_command(show, ws, ExecConfig(), package_config="npm").output
-    cargo = run_command(show, ws, ExecConfig(), package_config="cargo").output
+    pip = _as_install(show, ws, "pip").output
+    npm = _as_install(show, ws, "npm").output
+    cargo = _as_install(show, ws, "cargo").output
     assert f"{CANARY}-npmrc" not in pip and "NPM_CONFIG" not in pip, pip
     assert f"{CANARY}-pip" not in npm and f"{CANARY}-file" not in npm and "PIP_" not in npm, npm
     assert CANARY not in cargo and "PIP_" not in cargo and "NPM_CONFIG" not in cargo, cargo
     with pytest.raises(ValueError, match="no install program"):
-        run_command("true", ws, ExecConfig(), package_config="everything")
+        _as_install("true", ws, "everything")
 
 
 def test_a_model_command_sees_no_package_configuration(ws, package_config):
