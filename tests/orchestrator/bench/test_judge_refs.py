@@ -51,7 +51,13 @@ def as_built(task_id: str, where: Path) -> Path:
     return ws
 
 
-@pytest.mark.xfail(strict=True, reason="10 of the 22 shipped tasks have no reference yet")
+WITHOUT_REFERENCE = "3 of the 22 shipped tasks lack a reference: fastapi-inventory, flask-notes and"
+WITHOUT_REFERENCE += (
+    " numpy-sensor-stats need third-party wheels that a test cannot install offline yet"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=WITHOUT_REFERENCE)
 def test_every_shipped_task_has_a_reference():
     missing = sorted(set(TASKS) - {p.name for p in REFS.iterdir()})
     assert missing == []

@@ -112,8 +112,8 @@ def test_pip_never_looks_for_a_requirement_in_the_workspace(
     marker = ws / f"{MARK}-evil"
     sdist(ws, "evil", port, marker)
     (step,) = installs._wheels(ws, "the planted archive", ["evil-1.0.tar.gz"])
-    result = run_command(step.command, ws, ExecConfig(), env=project_env(ws),
-                         network=True, package_config="pip")  # fmt: skip
+    step = installs._issue(step)  # as install_steps would, were it not for the name check
+    result = run_command(step.command, ws, ExecConfig(), env=project_env(ws), install=step)
     assert not result.ok, result.output
     assert not marker.exists() and marks(ws) == [] and not reached(), result.output
 
