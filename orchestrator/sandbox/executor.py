@@ -261,19 +261,50 @@ class Bubblewrap:
         if network:
             argv.append("--share-net")
         argv += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
-        argv += policy.mounts(
-            cwd,
-            proc=mode or "mount",
-            toolchains=toolchains,
-            visible=[*visible, *venvs.support_dirs()],  # pip for the project's .venv
-            writable=writable,
-            package_config=package_config,
-            tmp_size=self.config.tmp_size_bytes,
-        )
-        argv += ["--chdir", str(cwd), "--", *identity.command_prefix(root, uid, gid)]
-        argv += _limited(command, self.config)
-        timeout = _timeout(timeout_s, self.config)
-        return _supervise(argv, command, cwd, run_env, timeout, self, stop)
+        with _private_configs(package_config if root else "", uid, gid) as sources:
+            argv += policy.mounts(
+                cwd,
+                proc=mode or "mount",
+                toolchains=toolchains,
+                visible=[*visible, *venvs.support_dirs()],  # pip for the project's .venv
+                writable=writable,
+                package_config=package_config,
+                config_sources=sources,
+                tmp_size=self.config.tmp_size_bytes,
+            )
+            argv += ["--chdir", str(cwd), "--", *identity.command_prefix(root, uid, gid)]
+            argv += _limited(command, self.config)
+            timeout = _timeout(timeout_s, self.config)
+            return _supervise(argv, command, cwd, run_env, timeout, self, stop)
+
+
+@contextlib.contextmanager
+def _private_configs(package_config: str, uid: int, gid: int):
+    """Private copies, readable by the sandbox's user only, of the install program's
+    configuration files that user could not read (a root user's ``~/.npmrc`` is 0600):
+    ``{where the sandbox sees it: the copy}``, removed when the step ends. The files
+    others may read are bound as they are."""
+    hidden = [
+        (source, dest)
+        for source, dest in policy.package_config_files(package_config)
+        if source.is_file() and not source.stat().st_mode & 0o004
+    ]
+    if not hidden:
+        yield {}
+        return
+    folder = Path(tempfile.mkdtemp(prefix="cadillac-config-"))  # 0700, the host user's
+    try:
+        copies = {}
+        for n, (source, dest) in enumerate(hidden):
+            copy = folder / str(n)
+            fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o400)
+            with os.fdopen(fd, "wb") as out:
+                out.write(source.read_bytes())
+            os.chown(copy, uid, gid)
+            copies[dest] = copy
+        yield copies
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class Unsandboxed:

@@ -280,6 +280,23 @@ def _skeleton(dests: Sequence[Path]) -> list[str]:
     return [a for folder in made for a in ("--perms", "0755", "--dir", folder)]
 
 
+def package_config_files(
+    package_config: str, user_home: Path | None = None
+) -> list[tuple[Path, str]]:
+    """The configuration files of install program ``package_config``, as ``(file on the
+    host, where the sandbox sees it)``: the system's, the user's (under the sandbox's
+    HOME) and pip's ``PIP_CONFIG_FILE``. Folders (``/etc/xdg/pip``) are included whole."""
+    found = [(Path(p), p) for p in PACKAGE_CONFIG.get(package_config, ()) if os.path.exists(p)]
+    home = user_home or Path(os.path.expanduser("~"))
+    for rel in USER_PACKAGE_CONFIG.get(package_config, ()):
+        if (home / rel).is_file():
+            found.append((home / rel, f"{SANDBOX_HOME}/{rel}"))
+    conf = os.environ.get("PIP_CONFIG_FILE")
+    if package_config == "pip" and conf and os.path.isfile(conf):
+        found.append((Path(conf), conf))
+    return found
+
+
 def mounts(
     workspace: Path,
     *,
@@ -289,6 +306,7 @@ def mounts(
     writable: Sequence[Path] = (),
     package_config: str = "",
     user_home: Path | None = None,
+    config_sources: Mapping[str, Path] | None = None,
     tmp_size: int = 1024**3,
 ) -> list[str]:
     """The bubblewrap arguments that build the sandbox's file system (see the module docstring).
@@ -296,7 +314,8 @@ def mounts(
     ``proc`` is ``"mount"`` (a fresh /proc of the sandbox's PID namespace) or ``"bind"``
     (inside another sandbox, where a fresh proc cannot be mounted: the outer one's).
     ``/tmp`` and ``/dev/shm`` are tmpfs of ``tmp_size`` bytes each, writable by the
-    sandbox's user whoever it is.
+    sandbox's user whoever it is. ``config_sources`` maps a destination of
+    :func:`package_config_files` to the file bound there instead (a private copy).
     """
     args: list[str] = []
     for top in TOP_LINKS:
@@ -322,15 +341,9 @@ def mounts(
     for root in toolchains:
         binds += _bind("--ro-bind", root)
     if package_config:  # one install program's own configuration, none of another's
-        system = PACKAGE_CONFIG.get(package_config, ())
-        binds += [a for p in system if os.path.exists(p) for a in _bind("--ro-bind", p)]
-        home = user_home or Path(os.path.expanduser("~"))
-        for rel in USER_PACKAGE_CONFIG.get(package_config, ()):
-            if (home / rel).is_file():
-                binds += ["--ro-bind", str(home / rel), f"{SANDBOX_HOME}/{rel}"]
-        conf = os.environ.get("PIP_CONFIG_FILE")
-        if package_config == "pip" and conf and os.path.isfile(conf):
-            binds += _bind("--ro-bind", conf)
+        sources = dict(config_sources or {})
+        for source, dest in package_config_files(package_config, user_home):
+            binds += ["--ro-bind", str(sources.get(dest, source)), dest]
     for path in visible:
         binds += _bind("--ro-bind", Path(path).resolve())
     binds += _bind("--bind", workspace)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -115,6 +116,30 @@ def test_installs_read_the_package_configuration_and_cannot_change_it(ws, packag
     assert "wrote /tmp/home/.config/pip/pip.conf" not in pip and f"wrote {files['file']}" not in pip
     assert "wrote /tmp/home/.npmrc" not in npm  # (what is not bound lands in the own /tmp)
     assert len(REFUSED.findall(pip)) == 2 and REFUSED.search(npm)
+    for name, path in files.items():
+        assert path.read_text() == f"# {CANARY}-{name}\n"
+
+
+def test_a_user_s_private_configuration_reaches_the_install_and_is_not_left_behind(
+    ws, package_config
+):
+    """As root the step runs as an unprivileged user, who cannot read root's 0600 files:
+    the step gets a private copy of each, readable by it alone, removed when it ends."""
+    files = package_config
+    for path in (files["npmrc"], files["pip"], files["file"]):
+        path.chmod(0o600)
+    before = set(Path(tempfile.gettempdir()).glob("cadillac-config-*"))
+    show = (
+        SHOW.format(file=files["file"], cargo=files["cargo"]) + "; stat -c '%a %u' /tmp/home/.npmrc"
+    )
+    npm = _as_install(show, ws, "npm").output
+    pip = _as_install(show, ws, "pip").output
+    assert f"{CANARY}-npmrc" in npm, npm
+    assert f"{CANARY}-pip" in pip and f"{CANARY}-file" in pip, pip
+    assert f"{CANARY}-npmrc" not in pip and f"{CANARY}-pip" not in npm
+    if os.geteuid() == 0:
+        assert f"400 {ExecConfig().sandbox_uid}" in npm, npm  # the copy, the sandbox user's
+    assert set(Path(tempfile.gettempdir()).glob("cadillac-config-*")) == before
     for name, path in files.items():
         assert path.read_text() == f"# {CANARY}-{name}\n"
 
