@@ -35,9 +35,8 @@ from pathlib import Path
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory import Lesson, MemoryStore, PhaseBudgets, format_for_prompt
-from memory.notes import Notebook
-from memory.skills import BadSkill, SkillBook
+from memory import Lesson
+from memory.skills import BadSkill
 from memory.tags import infer_tags_from_text, stack_tags
 from orchestrator import __version__
 from orchestrator.build import source as sources
@@ -45,7 +44,7 @@ from orchestrator.build.context import compact
 from orchestrator.build.knowledge import Knowledge
 from orchestrator.build.learning import HomeLearning, Learning
 from orchestrator.build.memory_tool import MemoryTool
-from orchestrator.build.memory_view import NotesConfig, memory_view, skills_text
+from orchestrator.build.memory_view import NotesConfig, open_build_memory, skills_text
 from orchestrator.build.prompt import opening, phase_part, stable_prefix
 from orchestrator.build.reflect import PhaseRecord, reflect
 from orchestrator.build.runs import (
@@ -181,8 +180,17 @@ class Builder:
         """Set by whoever runs this build to stop it: its commands die, its loop ends."""
         self.on_progress = on_progress or (lambda p: None)
         self.emit = run.event
-        self.store = MemoryStore(home.memory_path)
-        self.history = PhaseBudgets(home.budgets_path, DEFAULT_ROUNDS)
+        self.tags = sorted(stack_tags(infer_tags_from_text(task)))
+        self.memory = open_build_memory(
+            home,
+            task,
+            self.tags,
+            recall_limit=config.recall_limit,
+            lessons_chars=config.lessons_chars,
+            notes=config.notes,
+            default_rounds=DEFAULT_ROUNDS,
+        )
+        self.store, self.history = self.memory.store, self.memory.history
         self.learning: Learning = learning or HomeLearning(home)
         self.hooks = Hooks.load() if hooks is None else hooks
         """A user's plugins (entry points and --plugin): told of the build, never in its way."""
@@ -208,15 +216,10 @@ class Builder:
         self.summary = run.summary() or RunSummary(
             run_id=run.id, task=task, model=config.llm.model, kind=self.record.kind
         )
-        self.tags = sorted(stack_tags(infer_tags_from_text(task)))
-        # the improve cycle's lessons about cadillac itself are for the improver alone
-        recalled = self.store.recall(task, limit=config.recall_limit, exclude_tags=("self",))
-        self.lessons_text = format_for_prompt(recalled, config.lessons_chars)
-        self.recalled_ids = [r.lesson.id for r in recalled]
-        self.notebook = Notebook(home.notes_dir, home.global_notes_dir)
-        self.skillbook = SkillBook(home.skills_dir, home.global_skills_dir)
-        self.skills = self.skillbook.match(task, self.tags, limit=config.notes.skills_limit)
-        self.view = self._memory_view()
+        self.lessons_text, self.recalled_ids = self.memory.lessons_text, self.memory.recalled_ids
+        self.notebook, self.skillbook = self.memory.notebook, self.memory.skillbook
+        self.skills = self.memory.skills
+        self.view = self.memory.view(task, config.notes)
         self.prefix = stable_prefix(self.view.text)
         """The start of every phase's system message: the same for the whole build."""
         self.memory_changed = False
@@ -489,18 +492,13 @@ class Builder:
         return PhaseRun(phase, ctx, result, messages, record, emit, part=part)
 
     # ------------------------------------------------------------------ memory in the prompt
-    def _memory_view(self):
-        notes = self.notebook.all()
-        relevant = self.notebook.relevant(self.task, limit=self.config.notes.relevant_limit)
-        return memory_view(notes, relevant, self.lessons_text, self.config.notes)
-
     def _memory_change(self) -> None:
         self.memory_changed = True
 
     def _rebuild_memory(self, p: PhaseRun) -> None:
         """The model changed a note: the prefix is rebuilt once, for this and later phases."""
         self.memory_changed = False
-        self.view = self._memory_view()
+        self.view = self.memory.view(self.task, self.config.notes)
         self.prefix = stable_prefix(self.view.text)
         p.messages[0] = {"role": "system", "content": self.prefix + p.part}
         p.emit("memory_prompt", rebuilt=True, **self.view.event())

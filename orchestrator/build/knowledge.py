@@ -37,6 +37,7 @@ from pathlib import Path
 
 from memory import MemoryStore
 from memory.tokens import terms
+from orchestrator.build.memory_view import rejected_lessons
 from orchestrator.build.runs import RunUnreadable, list_runs
 from orchestrator.index import CodeIndex, build_index
 from orchestrator.sandbox import shown
@@ -218,11 +219,7 @@ class Knowledge:
         return "\n".join(lines)
 
     def _rejected(self, query: str) -> str:
-        lessons = [
-            r.lesson
-            for r in self.store.recall(query or self.task, limit=20, exclude_tags=("self",))
-            if r.lesson.polarity == "dont"
-        ][:8]
+        lessons = rejected_lessons(self.store, query or self.task)
         failures = [
             (s.run_id, p.phase, p.check)
             for _, _, s in self._similar_runs(query)[:8]

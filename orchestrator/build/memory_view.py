@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory import MemoryStore, PhaseBudgets, format_for_prompt
 from memory.fence import fenced, from_model
-from memory.notes import Note
-from memory.skills import Skill
+from memory.notes import Note, Notebook
+from memory.skills import Skill, SkillBook
 from memory.text import clean
 
 PINNED_HEADER = "## Notes that always hold (from the people you work for; follow them):"
@@ -189,3 +190,61 @@ def skills_text(skills: Sequence[Skill], phase: str, config: NotesConfig) -> str
     model = [b for b, s in zip(blocks, skills, strict=False) if from_model(s.origin)]
     built, _, _ = _within("", model, max(config.skills_chars - len(text), 0))
     return "\n\n".join(p for p in (text, fenced(built.strip(), EARLIER_SKILLS_HEADER)) if p)
+
+
+# ------------------------------------------------------------------ a build's memory
+@dataclass
+class BuildMemory:
+    """The stores a build reads and what it chose from them for its prompts.
+
+    Opened here, not in the build loop the improver may patch: which lessons, notes and
+    skills a prompt carries (and that what a model wrote arrives fenced) is decided in
+    this module alone, as what may be written is decided in :mod:`orchestrator.build.learning`.
+    """
+
+    store: MemoryStore
+    history: PhaseBudgets
+    notebook: Notebook
+    skillbook: SkillBook
+    recalled_ids: list[str]
+    lessons_text: str
+    skills: list[Skill]
+
+    def view(self, task: str, config: NotesConfig) -> MemoryView:
+        """The memory part of every phase's system message, as the notes are now."""
+        notes = self.notebook.all()
+        relevant = self.notebook.relevant(task, limit=config.relevant_limit)
+        return memory_view(notes, relevant, self.lessons_text, config)
+
+
+def open_build_memory(
+    home,
+    task: str,
+    tags: Sequence[str],
+    *,
+    recall_limit: int,
+    lessons_chars: int,
+    notes: NotesConfig,
+    default_rounds: dict,
+) -> BuildMemory:
+    """The home's stores, and the lessons and skills recalled for ``task``; the improve
+    cycle's lessons about cadillac itself (tag ``self``) are for the improver alone."""
+    store = MemoryStore(home.memory_path)
+    recalled = store.recall(task, limit=recall_limit, exclude_tags=("self",))
+    skillbook = SkillBook(home.skills_dir, home.global_skills_dir)
+    return BuildMemory(
+        store=store,
+        history=PhaseBudgets(home.budgets_path, default_rounds),
+        notebook=Notebook(home.notes_dir, home.global_notes_dir),
+        skillbook=skillbook,
+        recalled_ids=[r.lesson.id for r in recalled],
+        lessons_text=format_for_prompt(recalled, lessons_chars),
+        skills=skillbook.match(task, list(tags), limit=notes.skills_limit),
+    )
+
+
+def rejected_lessons(store: MemoryStore, query: str, limit: int = 8) -> list:
+    """The "don't" lessons recalled for ``query``: the knowledge tool's answer to what was
+    tried and rejected (the improver's own lessons, tag ``self``, left out)."""
+    found = store.recall(query, limit=20, exclude_tags=("self",))
+    return [r.lesson for r in found if r.lesson.polarity == "dont"][:limit]
