@@ -27,7 +27,8 @@ pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
 REFS = Path(__file__).resolve().parents[2] / "fixtures" / "judge_refs"
 TASKS = {t.id: t for t in load_matrix(DEFAULT_MATRIX) if t.id in {p.name for p in REFS.iterdir()}}
-MODULE = {"expr-calc": "exprcalc.py", "lru-cache": "lrucache.py", "wordcount-cli": "wordcount.py"}
+MODULE = {"expr-calc": "exprcalc.py", "lru-cache": "lrucache.py", "wordcount-cli": "wordcount.py",
+          "url-shortener-http": "shortener.py"}  # fmt: skip
 BREAK = {  # one wrong line per task: (what the reference says, what the wrong one says)
     "expr-calc": ("    return run(Parser(expression).parse(), variables or {})", "    return 0"),
     "lru-cache": ("            return self.data[key][0]", "            return default"),
@@ -35,9 +36,14 @@ BREAK = {  # one wrong line per task: (what the reference says, what the wrong o
         "    return dict(Counter(w for w in WORD.findall(text.lower()) if len(w) >= min_length))",
         "    return {}",
     ),
+    "url-shortener-http": (  # a service the checks start and drive over HTTP
+        '            return self.path.split("?", 1)[0]',  # every route is "/": not found
+        '            return "/"',
+    ),
 }
 CHECKS_FILE = {"expr-calc": "test_exprcalc.py", "lru-cache": "test_lrucache.py",
-               "wordcount-cli": "test_wordcount.py"}  # fmt: skip
+               "wordcount-cli": "test_wordcount.py",
+               "url-shortener-http": "test_shortener.py"}  # fmt: skip
 
 FORGE = '''
 def _forge():
