@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+WHEELS := .cache/test-wheels
 
 .PHONY: demo test test-fast test-times bench clean
 
@@ -12,6 +13,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# The wheels the reference projects of the third-party matrix tasks install in the tests,
+# from an index on 127.0.0.1 (tests/orchestrator/bench/conftest.py): no test reaches a registry.
+$(WHEELS)/.done: tests/fixtures/test-wheels.txt $(STAMP)
+	mkdir -p $(WHEELS)
+	$(BIN)/python -m pip download --quiet --only-binary=:all: --dest $(WHEELS) \
+		-r tests/fixtures/test-wheels.txt
+	touch $@
 
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/demo.sh
@@ -23,13 +32,13 @@ PYTEST = mkdir -p runs && tmp=$$(mktemp -d /tmp/cadillac-test-XXXXXX) && \
 	{ $(BIN)/python -m pytest -q -n auto --dist loadgroup --basetemp=$$tmp/t \
 	--junitxml=runs/test-times.xml $(1) && rm -rf $$tmp; } || { echo "kept $$tmp"; exit 1; }
 
-test: $(STAMP)
+test: $(STAMP) $(WHEELS)/.done
 	$(call PYTEST,)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 # The inner loop: everything but the end-to-end runs and the toolchain/browser tests.
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(WHEELS)/.done
 	$(call PYTEST,-m "not e2e")
 	$(BIN)/ruff check .
 
