@@ -68,3 +68,42 @@ def test_a_forged_report_and_an_early_exit_score_0_as_failed_checks(home, tmp_pa
     assert not [line for line in out.out.splitlines() if line.startswith(("tampered:", "broken:"))]
     assert "wf-a #1: score 0.00" in out.err and "wf-b #1: score 0.00" in out.err, out.err
     assert "TAMPERED" not in out.err and "BROKEN" not in out.err, out.err
+
+
+BREAKER = "scripted:tests.orchestrator.bench.test_matrix_table:breaker"
+BREAK = (
+    "\nimport os as _o\ntry:\n    _o.symlink('/etc/hostname', 'planted-link')\n"
+    "    if _o.path.isfile('requirements.txt'):\n"
+    "        open('requirements.txt', 'w').write('evil-1.0.tar.gz\\n')\n"
+    "except OSError:\n    pass\n"
+)
+
+
+def breaker(messages, tools):
+    """The demo's wordfreq builder, whose program, when run in its folder, leaves a link
+    there and names an archive in the build's requirements.txt."""
+    answer = wordfreq.policy(messages, tools)
+    for call in answer.get("tool_calls", []) if tools else []:
+        if call["arguments"].get("content") == wordfreq.PROGRAM:
+            call["arguments"] = {**call["arguments"], "content": wordfreq.PROGRAM + BREAK}
+    return answer
+
+
+def test_a_build_the_judge_cannot_set_up_is_flagged_broken_in_the_table(home, tmp_path, capsys):
+    """A workspace whose requirements.txt names an archive cannot be set up: the row is flagged
+    ``broken``, a line says why, results.json records the verdict, and the link the
+    program left was not copied for the judge. (``tampered`` needs a signed report whose
+    canaries came out wrong; with the runner out of the project's process no project can
+    produce one, so no scripted build here can make that row.)"""
+    matrix = tmp_path / "matrix"
+    shutil.copytree(SMALL / "wf-a", matrix / "wf-a")
+    args = ["matrix", "run", "--matrix", str(matrix), "--model", BREAKER, "--no-learn"]
+    assert main([*args, "--split", "train"]) == 0
+    out = capsys.readouterr()
+    row = next(line for line in out.out.splitlines() if "wf-a" in line[:8])
+    assert "broken" in row.split("│")[-2], out.out
+    assert [line for line in out.out.splitlines() if line.startswith("broken:")], out.out
+    results = json.loads(next(home.glob("**/results.json")).read_text())
+    assert '"broken"' in json.dumps(results), results
+    assert [p for p in home.glob("runs/*/workspace/planted-link") if p.is_symlink()]
+    assert not [p for p in home.glob("runs/*/scoring/**/planted-link") if p.is_symlink()]
