@@ -3,8 +3,8 @@
 The network (with one install program's settings) is granted by an install step that
 :func:`orchestrator.sandbox.installs.install_steps` issued, run through ``run_command(...,
 install=step)``. A patch kept for its score could still try the ways around that: pass a
-``network=`` or ``package_config=`` keyword to an executor's ``run``, or mint a step with
-the issuing helper or its registry. Each patchable module's syntax tree is read for those;
+``network=`` or ``package_config=`` keyword to an executor's ``run`` (or those names in a
+``**`` mapping), or mint a step with the issuing helper or its registry. Each patchable module's syntax tree is read for those;
 each rule is shown to find a planted violation, so none passes by finding nothing.
 """
 
@@ -46,6 +46,8 @@ def grants(source: str) -> list[str]:
         if isinstance(node, ast.keyword) and node.arg in GRANT_KEYWORDS:
             if id(node) not in records:
                 found.append(f"{node.value.lineno}: keyword {node.arg}=")
+        elif isinstance(node, ast.Constant) and node.value in GRANT_KEYWORDS:
+            found.append(f"{node.lineno}: the name {node.value!r}")  # **{"network": True}
         elif isinstance(node, ast.Attribute) and node.attr in GRANT_NAMES:
             found.append(f"{node.lineno}: .{node.attr}")
         elif isinstance(node, ast.Name) and node.id in GRANT_NAMES:
@@ -74,6 +76,8 @@ def test_a_patchable_module_grants_no_network(module):
         "from orchestrator.sandbox.installs import _issue",
         "installs._ISSUED[id(step)] = step",
         "step = _issue(InstallStep('x', 'curl x', True, 'pip'))",
+        "run_command(cmd, ws, cfg, **{'network': True})",
+        "kw = dict(package_config='pip')",
     ],
 )
 def test_the_rule_finds_a_planted_grant(planted):
