@@ -4,8 +4,9 @@ The network (with one install program's settings) is granted by an install step 
 :func:`orchestrator.sandbox.installs.install_steps` issued, run through ``run_command(...,
 install=step)``. A patch kept for its score could still try the ways around that: pass a
 ``network=`` or ``package_config=`` keyword to an executor's ``run`` (or those names in a
-``**`` mapping), or mint a step with the issuing helper or its registry. Each patchable module's syntax tree is read for those;
-each rule is shown to find a planted violation, so none passes by finding nothing.
+``**`` mapping), or mint a step with the issuing helper or its registry. Each patchable
+module's syntax tree is read for those; each rule is shown to find a planted violation,
+so none passes by finding nothing.
 """
 
 from __future__ import annotations
