@@ -20,13 +20,6 @@ from phases.base import PhaseContext, run_step
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
 def listener():
     with socket.socket() as tcp:
         tcp.bind(("127.0.0.1", 0))
