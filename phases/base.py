@@ -1,6 +1,6 @@
 """What a phase is: a name, a prompt file beside it, and a deterministic check.
 
-The agent loop (:mod:`orchestrator.build.agent`) knows phases only through the
+The agent loop (:mod:`orchestrator.loop.agent`) knows phases only through the
 :class:`Phase` protocol. A phase's prompt is data — ``phases/<name>.md`` —
 so people and the improve cycle can change it without touching control flow.
 Its check runs when the model calls ``finish_phase``: a :class:`CheckResult`

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from orchestrator.build.agent import BuildConfig
 from orchestrator.cli import main
 from orchestrator.llm.client import LLMConfig
+from orchestrator.loop.agent import BuildConfig
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

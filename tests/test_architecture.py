@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "orchestrator.tools": {CORE, "orchestrator.sandbox"},
     "orchestrator.index": {CORE, "memory", "orchestrator.sandbox"},
     "orchestrator.hooks": {CORE},
-    "orchestrator.build": {
+    "orchestrator.loop": {
         CORE,
         "memory",
         "phases",
@@ -37,7 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "orchestrator.bench": {
         CORE,
         "phases",
-        "orchestrator.build",
+        "orchestrator.loop",
         "orchestrator.hooks",
         "orchestrator.sandbox",
     },
@@ -46,7 +46,7 @@ ALLOWED: dict[str, set[str]] = {
         "memory",
         "phases",
         "orchestrator.bench",
-        "orchestrator.build",
+        "orchestrator.loop",
         "orchestrator.hooks",
         "orchestrator.llm",
         "orchestrator.sandbox",
@@ -65,7 +65,7 @@ ALLOWED: dict[str, set[str]] = {
         "memory",
         "phases",
         "orchestrator.bench",
-        "orchestrator.build",
+        "orchestrator.loop",
         "orchestrator.hooks",
         "orchestrator.index",
         "orchestrator.improve",
@@ -198,3 +198,20 @@ def test_a_leaf_allows_that_module_and_no_other_of_its_layer():
     ]
     assert "orchestrator.sandbox.files" in GRAPH["memory.jsonl"]
     assert wrong_directions(GRAPH, "memory.jsonl") == []
+
+
+IGNORED_NAMES = {"build", "dist", "target", "out", "env", "venv", "lib", "tmp", "cache"}
+"""Folder names that Python's usual ignore templates and code-mapping tools skip at any depth."""
+
+
+def test_no_package_folder_has_a_name_that_ignore_files_skip():
+    """A contributor whose global ignore file lists ``build/`` would not see a new module in
+    ``orchestrator/build/`` (the build loop lives in ``orchestrator/loop/``)."""
+    folders = [
+        path.relative_to(ROOT)
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*")
+        if path.is_dir() and "__pycache__" not in path.parts
+    ]
+    assert folders, "the packages were not found"
+    assert [f for f in folders if f.name in IGNORED_NAMES] == []

@@ -22,9 +22,9 @@ import socket
 from pathlib import Path
 
 from orchestrator.bench.matrix import run_matrix
-from orchestrator.build.agent import BuildConfig
 from orchestrator.home import Home
 from orchestrator.llm.client import LLMConfig
+from orchestrator.loop.agent import BuildConfig
 from tests.fakes.openai_server import FakeOpenAI
 
 CANARY = "cadillac-canary-e2e-91d4"

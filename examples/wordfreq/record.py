@@ -26,10 +26,10 @@ sys.path.insert(0, str(HERE))
 
 from policy import ITERATE, TASK, iterate_policy, policy  # noqa: E402
 
-from orchestrator.build.agent import BuildConfig, Builder  # noqa: E402
 from orchestrator.home import Home  # noqa: E402
 from orchestrator.llm.backends import register_script  # noqa: E402
 from orchestrator.llm.client import LLMConfig  # noqa: E402
+from orchestrator.loop.agent import BuildConfig, Builder  # noqa: E402
 
 CORPUS = ROOT / "tests" / "fixtures" / "cadillac_corpus"
 

@@ -32,12 +32,12 @@ from filelock import FileLock
 from orchestrator.bench.results import MatrixResults, TaskRun, summarise
 from orchestrator.bench.scoring import score_build
 from orchestrator.bench.tasks import DEFAULT_MATRIX, MatrixTask, load_matrix
-from orchestrator.build.agent import BuildConfig, Builder
-from orchestrator.build.learning import DeferredLearning, HomeLearning
-from orchestrator.build.runs import new_run_id
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
+from orchestrator.loop.agent import BuildConfig, Builder
+from orchestrator.loop.learning import DeferredLearning, HomeLearning
+from orchestrator.loop.runs import new_run_id
 from orchestrator.sandbox.files import replace_file
 from orchestrator.sandbox.installs import remove_envs
 

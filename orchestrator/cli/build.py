@@ -71,8 +71,8 @@ def add_parsers(commands) -> None:
 def build(args: argparse.Namespace) -> int:
     """Start or resume a build. Everything that can be checked is checked before a run folder
     (or a home) is made: the text, the model, its files, the sandbox."""
-    from orchestrator.build.agent import Builder, NothingToResume
-    from orchestrator.build.runs import Run
+    from orchestrator.loop.agent import Builder, NothingToResume
+    from orchestrator.loop.runs import Run
 
     if args.resume is not None:
         if args.task:
@@ -245,7 +245,7 @@ def runs_list(args: argparse.Namespace) -> int:
 
 
 def _all_runs(home: Home) -> list[dict]:
-    from orchestrator.build.runs import RunUnreadable, id_time, list_runs
+    from orchestrator.loop.runs import RunUnreadable, id_time, list_runs
 
     rows = [run.row() for run in list_runs(home.runs_dir)]
     if home.runs_dir.is_dir():
@@ -285,7 +285,7 @@ def _all_runs(home: Home) -> list[dict]:
 
 def _matrix_row(folder: Path, row: dict) -> None:
     from orchestrator.bench.results import MatrixResults
-    from orchestrator.build.runs import lock_held, read_record
+    from orchestrator.loop.runs import lock_held, read_record
 
     path = folder / "results.json"
     if not path.exists():  # written when the first build ends
@@ -312,8 +312,8 @@ def _matrix_row(folder: Path, row: dict) -> None:
 
 def _improve_summaries(home: Home) -> list[tuple[Path, object]]:
     """The readable improve summaries, standalone and inside nightly runs."""
-    from orchestrator.build.runs import RunUnreadable, read_record
     from orchestrator.improve.records import ImproveSummary
+    from orchestrator.loop.runs import RunUnreadable, read_record
 
     found = []
     for folder in [*home.runs_dir.glob("improve-*"), *home.runs_dir.glob("nightly-*/improve")]:
@@ -336,7 +336,7 @@ def _improve_live(home: Home) -> set[Path]:
 
 
 def _improve_lock_held(repo: Path) -> bool:
-    from orchestrator.build.runs import lock_held
+    from orchestrator.loop.runs import lock_held
     from orchestrator.sandbox.git import GitError, git
 
     try:
@@ -347,8 +347,8 @@ def _improve_lock_held(repo: Path) -> bool:
 
 
 def _improve_row(folder: Path, row: dict, live: set[Path]) -> None:
-    from orchestrator.build.runs import read_record
     from orchestrator.improve.records import ImproveSummary
+    from orchestrator.loop.runs import read_record
 
     s = read_record(folder / "summary.json", ImproveSummary, folder.name)
     row.update(started=s.started, ended=s.ended, cost_usd=s.cost_usd, reason=s.stopped_because)
@@ -382,7 +382,7 @@ def _nightly_live(home: Home) -> Path | None:
 
 
 def _nightly_row(folder: Path, row: dict, live: Path | None) -> None:
-    from orchestrator.build.runs import read_record
+    from orchestrator.loop.runs import read_record
     from orchestrator.nightly.records import NightlyRecord
 
     r = read_record(folder / "nightly.json", NightlyRecord, folder.name)
@@ -399,7 +399,7 @@ def _nightly_row(folder: Path, row: dict, live: Path | None) -> None:
 
 
 def runs_show(args: argparse.Namespace) -> int:
-    from orchestrator.build.runs import Run, check_run_id, read_record
+    from orchestrator.loop.runs import Run, check_run_id, read_record
 
     home = Home.resolve(getattr(args, "home", None)).check()
     run_id = check_run_id(args.run_id, home.runs_dir)
@@ -451,7 +451,7 @@ def runs_show(args: argparse.Namespace) -> int:
 
 
 def _show_nightly(home: Home, folder: Path, as_json: bool) -> int:
-    from orchestrator.build.runs import read_record
+    from orchestrator.loop.runs import read_record
     from orchestrator.nightly.records import NightlyRecord
 
     path = folder / "nightly.json"

@@ -2,7 +2,7 @@
 
 ``build``, ``matrix run``, ``improve`` and ``nightly`` take the same options for the
 model (``--model``, ``--api-base``, fallbacks) and the sandbox (``--unsafe-no-sandbox``);
-:func:`build_config` turns them into one :class:`~orchestrator.build.agent.BuildConfig`,
+:func:`build_config` turns them into one :class:`~orchestrator.loop.agent.BuildConfig`,
 and says on the terminal, first, when the sandbox is off. Text that cannot be stored (not
 UTF-8: a shell's bytes ``$'\\xff'`` reach Python as lone surrogates) is refused here, in one
 line, before anything is made.
@@ -74,8 +74,8 @@ def build_config(
     ``recorded``: the configuration of the run being resumed (its task.json's ``config``),
     whose model settings stand where the command line gives none (see the module docstring).
     """
-    from orchestrator.build.agent import BuildConfig
     from orchestrator.llm.client import MODEL_HINT, LLMConfig
+    from orchestrator.loop.agent import BuildConfig
     from orchestrator.sandbox.executor import ExecConfig
 
     old = _recorded_llm(recorded)

@@ -1,7 +1,7 @@
 """``cadillac enhance`` and ``cadillac iterate``: a change to a project that exists.
 
 Both are builds (the six phases, their checks, learning) that start from a project
-instead of an empty folder; :mod:`orchestrator.build.source` decides where the work
+instead of an empty folder; :mod:`orchestrator.loop.source` decides where the work
 happens and where it goes. What is decided here: what the command line may point at (a
 folder that exists, outside the home; a run that passed), and that ``--apply`` touches
 the user's tree only after the build passed.
@@ -79,9 +79,9 @@ def _instruction(args: argparse.Namespace) -> str:
 
 
 def enhance(args: argparse.Namespace) -> int:
-    from orchestrator.build import source as sources
-    from orchestrator.build.agent import Builder
     from orchestrator.cli.build import run_resumably
+    from orchestrator.loop import source as sources
+    from orchestrator.loop.agent import Builder
 
     instruction = _instruction(args)
     path = Path(utf8(args.path, "PATH")).expanduser()
@@ -116,9 +116,9 @@ def enhance(args: argparse.Namespace) -> int:
 
 
 def iterate(args: argparse.Namespace) -> int:
-    from orchestrator.build.agent import Builder
-    from orchestrator.build.runs import Run
     from orchestrator.cli.build import run_resumably
+    from orchestrator.loop.agent import Builder
+    from orchestrator.loop.runs import Run
 
     instruction = _instruction(args)
     run_id = utf8(args.run_id, "RUN").strip()

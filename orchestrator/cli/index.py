@@ -55,8 +55,8 @@ def _tree(text: str | None, what: str) -> Path:
 
 
 def _refresh(home: Home, tree: Path, full: bool = False):
-    from orchestrator.build.source import repository_of
     from orchestrator.index import IndexConfig, build_index
+    from orchestrator.loop.source import repository_of
 
     home.check(write=True)
     made_here = tree.is_relative_to(home.runs_dir.resolve())  # a build's workspace: a model's

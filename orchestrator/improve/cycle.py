@@ -43,7 +43,6 @@ from pydantic import BaseModel
 
 from orchestrator.bench.decision import evaluate
 from orchestrator.bench.results import MatrixResults
-from orchestrator.build.runs import new_run_id
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
@@ -55,6 +54,7 @@ from orchestrator.improve.rounds import Books, Rounds
 from orchestrator.improve.trial import CapReached, MatrixRunner, run_tests
 from orchestrator.improve.weaknesses import Weakness, find_weaknesses
 from orchestrator.llm.client import LLMClient, ModelError
+from orchestrator.loop.runs import new_run_id
 from orchestrator.sandbox.files import replace_file
 
 

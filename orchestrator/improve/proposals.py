@@ -7,7 +7,7 @@ what did not), and the attempts already rejected for this weakness. It answers w
 JSON: a reason and exact search/replace edits.
 
 A proposal is usable only when every edit names a file inside the allow-list
-(by default ``phases/``, ``orchestrator/build/`` and ``orchestrator/tools/``;
+(by default ``phases/``, ``orchestrator/loop/`` and ``orchestrator/tools/``;
 never the judge in ``orchestrator/bench/``, the improve cycle, the matrix, the tests or
 memory data), its ``search`` text occurs exactly once in that file, and it
 changes something. Anything else is refused with the reason, before a
@@ -28,7 +28,7 @@ from orchestrator.improve.weaknesses import Weakness
 from orchestrator.llm.client import LLMClient
 from orchestrator.sandbox.files import read_regular, replace_file
 
-DEFAULT_ALLOW = ("phases/", "orchestrator/build/", "orchestrator/tools/")
+DEFAULT_ALLOW = ("phases/", "orchestrator/loop/", "orchestrator/tools/")
 """What a patch may change: the phases' prompts and checks, the build loop, the model's tools."""
 NEVER = (
     "orchestrator/bench/",
@@ -37,11 +37,11 @@ NEVER = (
     "matrices/",
     "tests/",
     "memory/",
-    "orchestrator/build/memory_tool.py",
-    "orchestrator/build/learning.py",
-    "orchestrator/build/memory_view.py",
-    "orchestrator/build/source.py",
-    "orchestrator/build/runs.py",
+    "orchestrator/loop/memory_tool.py",
+    "orchestrator/loop/learning.py",
+    "orchestrator/loop/memory_view.py",
+    "orchestrator/loop/source.py",
+    "orchestrator/loop/runs.py",
     "phases/deps.py",
     "orchestrator/hooks/",
     ".git/",
@@ -51,10 +51,10 @@ NEVER = (
 rule), the improve cycle itself, the sandbox that contains builds, the tests, the memory
 and the memory tool's rules of what a model may change in it, and the hooks that run a
 user's own code. Inside the allow-list, the modules that enforce a rule are never patched
-either: what is written to memory (``build/learning.py``), what memory a prompt carries and
-how it is fenced (``build/memory_view.py``), where an enhance build's project comes from and
-how its change is committed (``build/source.py``), the run records the judge and the spend
-books read (``build/runs.py``) and the fresh environment made before the network installs
+either: what is written to memory (``loop/learning.py``), what memory a prompt carries and
+how it is fenced (``loop/memory_view.py``), where an enhance build's project comes from and
+how its change is committed (``loop/source.py``), the run records the judge and the spend
+books read (``loop/runs.py``) and the fresh environment made before the network installs
 (``phases/deps.py``). ``tests/orchestrator/improve/test_enforcement.py`` pins that what
 stays patchable decides none of: the network, the sandbox, git, memory admission, or the
 memory a prompt carries."""

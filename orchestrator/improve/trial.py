@@ -60,7 +60,6 @@ from pydantic import ValidationError
 from orchestrator.bench.results import NOT_BUILT, GateSpend, MatrixResults, TaskRun, summarise
 from orchestrator.bench.scoring import score_build
 from orchestrator.bench.tasks import MatrixTask, load_matrix
-from orchestrator.build.runs import RunSummary, TaskRecord, new_run_id
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import NO_PLUGINS_ENV
@@ -68,6 +67,7 @@ from orchestrator.improve import spend
 from orchestrator.llm.backends import is_builtin
 from orchestrator.llm.client import LLMConfig
 from orchestrator.llm.keys import provider_env
+from orchestrator.loop.runs import RunSummary, TaskRecord, new_run_id
 from orchestrator.sandbox import egress
 from orchestrator.sandbox.executor import ExecConfig, executor_for, run_command
 from orchestrator.sandbox.files import kind_of, read_regular, remove_tree, replace_file, what_is

@@ -63,7 +63,7 @@ def _targets(phase: str | None, kind: str) -> list[str]:
         files += ["phases/build.md", "phases/validate.md", "phases/plan.md"]
     if kind == "tool":
         files += ["orchestrator/tools/box.py"]
-    files += ["phases/system.md", "orchestrator/build/agent.py"]
+    files += ["phases/system.md", "orchestrator/loop/agent.py"]
     return list(dict.fromkeys(files))
 
 

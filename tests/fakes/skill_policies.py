@@ -1,6 +1,6 @@
 """Scripted models for the skill-drafting call (``scripted:tests.fakes.skill_policies:NAME``).
 
-Each answers the one call :func:`orchestrator.build.skills.draft_skill` makes, through the
+Each answers the one call :func:`orchestrator.loop.skills.draft_skill` makes, through the
 real :class:`~orchestrator.llm.client.LLMClient` path (a litellm custom provider). The
 good one checks what it was sent (no tools, the drafting prompt, the recurrence); the
 hostile ones answer what a confused or subverted model might.

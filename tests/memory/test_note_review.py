@@ -9,7 +9,7 @@ import pytest
 
 from memory.fence import TAG, fenced, from_model
 from memory.notes import BadNote, Note, Notebook, NoteNotFound, NoteSource, new_note
-from orchestrator.build.memory_view import NotesConfig, memory_view
+from orchestrator.loop.memory_view import NotesConfig, memory_view
 
 
 def _book(tmp_path) -> Notebook:

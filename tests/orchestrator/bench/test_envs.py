@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator.bench.matrix import run_matrix
-from orchestrator.build.agent import BuildConfig
 from orchestrator.home import Home
 from orchestrator.llm.client import LLMConfig
+from orchestrator.loop.agent import BuildConfig
 from orchestrator.sandbox.installs import remove_envs
 
 pytestmark = pytest.mark.e2e  # left out of `make test-fast`

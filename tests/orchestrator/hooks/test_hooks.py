@@ -354,8 +354,8 @@ FAILING = "scripted:tests.fakes.policies:last_user_words"  # never finishes a ph
 
 def test_a_matrix_run_tells_its_plugins_of_each_build_and_of_its_results(plugins, home, capsys):
     from orchestrator.bench.matrix import run_matrix
-    from orchestrator.build.agent import BuildConfig
     from orchestrator.llm.client import LLMConfig
+    from orchestrator.loop.agent import BuildConfig
 
     ends = plugins.module("hk_ends", ENDS)
     broken = plugins.module("hk_broken_end", "@hookimpl\ndef matrix_end(results):\n    1 / 0\n")

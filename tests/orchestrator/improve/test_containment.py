@@ -45,7 +45,7 @@ JUDGE = [
     "orchestrator/improve/cycle.py",
     "orchestrator/improve/proposals.py",
     "orchestrator/sandbox/policy.py",
-    "orchestrator/build/memory_tool.py",  # what a model may change in the memory
+    "orchestrator/loop/memory_tool.py",  # what a model may change in the memory
     "orchestrator/hooks/manager.py",  # a user's own code runs there
     "tests/test_smoke.py",
 ]
@@ -118,7 +118,7 @@ def test_a_patched_build_loop_cannot_reach_outside_its_trial(home, repo, monkeyp
     ).replace("'__WORKTREE__'", "str(pathlib.Path(__file__).parent / 'PWNED')")
     probe = "import pathlib\n" + probe + ESCAPE
     anchor = "NUDGE = "
-    edit = {"file": "orchestrator/build/agent.py", "search": anchor,
+    edit = {"file": "orchestrator/loop/agent.py", "search": anchor,
             "replace": probe + "\n\n" + anchor}  # fmt: skip
     before = hidden.read_text()
     summary = cycle(home, repo, [answer([edit], "probe")], iterations=1).run()
@@ -296,7 +296,7 @@ def test_a_trial_with_a_real_provider_reaches_that_provider_and_nothing_else(hom
 
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
-    agent = repo / "orchestrator" / "build" / "agent.py"
+    agent = repo / "orchestrator" / "loop" / "agent.py"
     text = agent.read_text()
     agent.write_text(text.replace("NUDGE = ", f"PORT = {port}\n{NETWORK_PROBE}\n\nNUDGE = ", 1))
     small = Path(__file__).resolve().parents[2] / "fixtures" / "matrix_small"
@@ -334,7 +334,7 @@ def test_a_trial_that_reports_no_spend_is_charged_what_its_gate_counted(home, re
     from orchestrator.improve.trial import CapReached, SandboxedMatrix
     from tests.fakes.improve_policies import sentence_builder
 
-    agent = repo / "orchestrator" / "build" / "agent.py"
+    agent = repo / "orchestrator" / "loop" / "agent.py"
     honest = "s.tokens_in, s.tokens_out, s.cost_usd = t.tokens_in, t.tokens_out, t.cost_usd"
     assert honest in agent.read_text()
     lie = "s.tokens_in, s.tokens_out, s.cost_usd = 0, 0, 0.0"

@@ -21,11 +21,11 @@ from orchestrator.improve.proposals import DEFAULT_ALLOW, NEVER
 ROOT = Path(__file__).resolve().parents[3]
 
 ENFORCING = (
-    "orchestrator/build/learning.py",  # memory admission: the guard, the sinks
-    "orchestrator/build/memory_view.py",  # what memory a prompt carries, fenced
-    "orchestrator/build/memory_tool.py",  # what a model may change in memory
-    "orchestrator/build/source.py",  # where an enhance build's project comes from, commits
-    "orchestrator/build/runs.py",  # the records the judge and the spend books read
+    "orchestrator/loop/learning.py",  # memory admission: the guard, the sinks
+    "orchestrator/loop/memory_view.py",  # what memory a prompt carries, fenced
+    "orchestrator/loop/memory_tool.py",  # what a model may change in memory
+    "orchestrator/loop/source.py",  # where an enhance build's project comes from, commits
+    "orchestrator/loop/runs.py",  # the records the judge and the spend books read
     "phases/deps.py",  # the fresh environment before the network installs
     "orchestrator/sandbox/",  # bubblewrap, limits, installs, the git runner, egress
     "orchestrator/bench/",  # the judge
@@ -103,7 +103,7 @@ def test_the_modules_that_enforce_a_rule_are_never_patched():
     for name in ENFORCING:
         assert name.startswith(NEVER), f"{name} is patchable"
     assert patchable(), "nothing patchable was found: the allow-list moved"
-    assert "orchestrator/build/agent.py" in patchable()
+    assert "orchestrator/loop/agent.py" in patchable()
 
 
 @pytest.mark.parametrize("name", patchable())

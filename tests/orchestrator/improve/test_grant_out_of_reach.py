@@ -59,7 +59,7 @@ def grants(source: str) -> list[str]:
 
 
 def test_there_are_patchable_modules_to_read():
-    assert "orchestrator/build/agent.py" in patchable()
+    assert "orchestrator/loop/agent.py" in patchable()
     assert "phases/base.py" in patchable()
     assert "phases/deps.py" not in patchable()
 

@@ -303,8 +303,8 @@ def test_the_log_grows_linearly_and_every_request_can_be_rebuilt_and_replayed(tm
 
 
 def test_requests_are_rebuilt_exactly_when_compaction_trims_old_messages_in_place(tmp_path):
-    from orchestrator.build.context import compact
     from orchestrator.llm.client import logged_requests
+    from orchestrator.loop.context import compact
 
     llm = client(tmp_path, register_script("compacted", writer))
     sent, _ = conversation(llm, 40, trim=lambda messages: compact(messages, 40_000))

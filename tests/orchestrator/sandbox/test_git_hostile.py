@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.build import source as sources
 from orchestrator.improve.git import Worktree
+from orchestrator.loop import source as sources
 from orchestrator.sandbox.git import WorkTree, run_git, status_paths
 
 PLAIN_ENV = {

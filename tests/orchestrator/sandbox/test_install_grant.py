@@ -1,6 +1,6 @@
 """The network is granted by an install step cadillac issued, never by a caller's flag.
 
-A patch to patchable code (phases/, orchestrator/build/) that asks run_command or
+A patch to patchable code (phases/, orchestrator/loop/) that asks run_command or
 ctx.run for the network, forges an InstallStep, or swaps an issued step's command, is
 refused and its command never reaches the host's listener."""
 

@@ -6,10 +6,10 @@ import copy
 import json
 import re
 
-from orchestrator.build.agent import BuildConfig, Builder
-from orchestrator.build.context import KEEP_RECENT, LOW_WATER, compact
 from orchestrator.home import Home
 from orchestrator.llm.client import LLMConfig
+from orchestrator.loop.agent import BuildConfig, Builder
+from orchestrator.loop.context import KEEP_RECENT, LOW_WATER, compact
 from tests.fakes.openai_server import FakeOpenAI
 
 ELIDED = re.compile(r"\[\.\.\. ([\d,]+) characters elided to save context")

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from memory import Lesson, MemoryStore
-from orchestrator.build.knowledge import ANSWER_CHARS, Knowledge
 from orchestrator.cli import main
 from orchestrator.llm.backends import register_script
+from orchestrator.loop.knowledge import ANSWER_CHARS, Knowledge
 from orchestrator.sandbox.executor import ExecConfig
 from orchestrator.sandbox.workspace import Workspace
 from orchestrator.tools.box import ToolBox
 from tests.fakes.improve_policies import wordfreq
-from tests.orchestrator.build.test_enhance import project
+from tests.orchestrator.loop.test_enhance import project
 
 
 @pytest.fixture

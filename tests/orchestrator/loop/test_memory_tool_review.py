@@ -9,9 +9,9 @@ import pytest
 from memory import MemoryStore
 from memory.notes import Notebook
 from memory.skills import SkillBook
-from orchestrator.build.learning import HomeLearning
-from orchestrator.build.memory_tool import MemoryTool
 from orchestrator.home import Home
+from orchestrator.loop.learning import HomeLearning
+from orchestrator.loop.memory_tool import MemoryTool
 from orchestrator.tools.schema import CallError, Memory
 
 

@@ -4,7 +4,7 @@ Each phase is a fresh conversation, so everything the model needs is in its open
 The system message begins with what is the same for the whole build, the *stable
 prefix*: the builder's instructions (``phases/system.md``) and the memory part (notes,
 then the lessons recalled for the task with their ids, so the model can cite them; see
-:mod:`orchestrator.build.memory_view`). The phase's own prompt (``phases/<phase>.md``)
+:mod:`orchestrator.loop.memory_view`). The phase's own prompt (``phases/<phase>.md``)
 and what differs between phases (skills, an existing project's overview) follow it, so
 the prefix is byte-identical across the build's phases and rounds and a provider's
 prompt cache hits. The first user message holds the task, the plan once it exists,
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.build.runs import PhaseSummary
+from orchestrator.loop.runs import PhaseSummary
 from orchestrator.sandbox.workspace import Workspace
 from phases.base import Phase, PlanError, load_plan, read_prompt
 

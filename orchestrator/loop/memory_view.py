@@ -199,7 +199,7 @@ class BuildMemory:
 
     Opened here, not in the build loop the improver may patch: which lessons, notes and
     skills a prompt carries (and that what a model wrote arrives fenced) is decided in
-    this module alone, as what may be written is decided in :mod:`orchestrator.build.learning`.
+    this module alone, as what may be written is decided in :mod:`orchestrator.loop.learning`.
     """
 
     store: MemoryStore

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from orchestrator.build.runs import Run, RunSummary, TaskRecord, new_run_id
+from orchestrator.loop.runs import Run, RunSummary, TaskRecord, new_run_id
 from orchestrator.sandbox.files import UnsafeFile
 
 

@@ -37,9 +37,9 @@ from pathlib import Path
 
 from memory import MemoryStore
 from memory.tokens import terms
-from orchestrator.build.memory_view import rejected_lessons
-from orchestrator.build.runs import RunUnreadable, list_runs
 from orchestrator.index import CodeIndex, build_index
+from orchestrator.loop.memory_view import rejected_lessons
+from orchestrator.loop.runs import RunUnreadable, list_runs
 from orchestrator.sandbox import shown
 from orchestrator.sandbox.files import UnsafeFile, read_regular
 

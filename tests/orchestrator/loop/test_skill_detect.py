@@ -1,6 +1,6 @@
 """Recurring work across run folders, and the drafting call through a scripted model.
 
-Run folders are made with the real :class:`~orchestrator.build.runs.Run` API and real
+Run folders are made with the real :class:`~orchestrator.loop.runs.Run` API and real
 ``plan.json`` files; the drafting model answers through the real LLMClient path.
 """
 
@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from memory.skills import BODY_MAX, Skill, SkillBook
-from orchestrator.build.runs import PhaseSummary, Run, RunSummary, TaskRecord, new_run_id
-from orchestrator.build.skills import (
+from orchestrator.llm.backends import register_script
+from orchestrator.llm.client import LLMClient, LLMConfig
+from orchestrator.loop.runs import PhaseSummary, Run, RunSummary, TaskRecord, new_run_id
+from orchestrator.loop.skills import (
     RUNS_MAX,
     Recurrence,
     check_shape,
@@ -25,8 +27,6 @@ from orchestrator.build.skills import (
     find_recurrence,
     plan_steps,
 )
-from orchestrator.llm.backends import register_script
-from orchestrator.llm.client import LLMClient, LLMConfig
 from phases.base import Plan
 
 FLASK_FILES = ["app.py", "templates/index.html", "tests/test_app.py", "requirements.txt"]

@@ -13,11 +13,11 @@ After every phase, passed or not, the model reflects once and the lessons it dra
 saved (dedup merges restatements), and one budget row is recorded. At the end, a passing
 build boosts the lessons the model cited as applied and the skills it was shown; a failing
 one penalises the lessons whose trigger the failure echoes, and the skills. A passing build
-whose work recurs (:mod:`orchestrator.build.skills`) drafts a skill. Every step is an event
+whose work recurs (:mod:`orchestrator.loop.skills`) drafts a skill. Every step is an event
 in the run (:meth:`Builder.emit`) as it happens, and the summary is rewritten after each
 phase. The memory part of the prompt (notes and lessons) is built once per build
-(:mod:`orchestrator.build.memory_view`); the model changes the memory in-band with the
-memory tool (:mod:`orchestrator.build.memory_tool`). A user's plugins hear of the build
+(:mod:`orchestrator.loop.memory_view`); the model changes the memory in-band with the
+memory tool (:mod:`orchestrator.loop.memory_tool`). A user's plugins hear of the build
 through hooks (:mod:`orchestrator.hooks`) and can never break it.
 """
 
@@ -39,15 +39,19 @@ from memory import Lesson
 from memory.skills import BadSkill
 from memory.tags import infer_tags_from_text, stack_tags
 from orchestrator import __version__
-from orchestrator.build import source as sources
-from orchestrator.build.context import compact
-from orchestrator.build.knowledge import Knowledge
-from orchestrator.build.learning import HomeLearning, Learning
-from orchestrator.build.memory_tool import MemoryTool
-from orchestrator.build.memory_view import NotesConfig, open_build_memory, skills_text
-from orchestrator.build.prompt import opening, phase_part, stable_prefix
-from orchestrator.build.reflect import PhaseRecord, reflect
-from orchestrator.build.runs import (
+from orchestrator.errors import CadillacError
+from orchestrator.home import Home
+from orchestrator.hooks import Hooks
+from orchestrator.llm.client import LLMClient, LLMConfig, ModelError, ToolCall, check_model
+from orchestrator.loop import source as sources
+from orchestrator.loop.context import compact
+from orchestrator.loop.knowledge import Knowledge
+from orchestrator.loop.learning import HomeLearning, Learning
+from orchestrator.loop.memory_tool import MemoryTool
+from orchestrator.loop.memory_view import NotesConfig, open_build_memory, skills_text
+from orchestrator.loop.prompt import opening, phase_part, stable_prefix
+from orchestrator.loop.reflect import PhaseRecord, reflect
+from orchestrator.loop.runs import (
     BaselineRecord,
     PhaseSummary,
     Run,
@@ -55,11 +59,7 @@ from orchestrator.build.runs import (
     TaskRecord,
     new_run_id,
 )
-from orchestrator.build.skills import draft_skill, find_recurrence
-from orchestrator.errors import CadillacError
-from orchestrator.home import Home
-from orchestrator.hooks import Hooks
-from orchestrator.llm.client import LLMClient, LLMConfig, ModelError, ToolCall, check_model
+from orchestrator.loop.skills import draft_skill, find_recurrence
 from orchestrator.sandbox.executor import ExecConfig, check_sandbox, run_command
 from orchestrator.sandbox.files import UnsafeFile, read_regular, what_is
 from orchestrator.sandbox.installs import DEPENDENCY_FILES, InstallStep, project_env
@@ -287,7 +287,7 @@ class Builder:
         **kw,
     ) -> Builder:
         """A build that changes the project at ``path`` (a git repository or a folder; for
-        ``iterate``, the workspace of the run ``parent``); see :mod:`orchestrator.build.source`."""
+        ``iterate``, the workspace of the run ``parent``); see :mod:`orchestrator.loop.source`."""
         cls.preflight(config)
         record = TaskRecord(
             run_id=new_run_id(),
@@ -548,10 +548,10 @@ class Builder:
     def _back_to_checkpoint(self) -> list[str]:
         """A resumed enhance build runs the phase it stopped in again from its start, so
         its workspace goes back to the last phase's commit first (see
-        :func:`orchestrator.build.source.restore`); what that discards is returned."""
+        :func:`orchestrator.loop.source.restore`); what that discards is returned."""
         if self.source is None:
             return []
-        from orchestrator.build import source as sources
+        from orchestrator.loop import source as sources
 
         return sources.restore(self.source, self.run.workspace, said=self._git_guard_said)
 

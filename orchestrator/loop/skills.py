@@ -59,8 +59,8 @@ from memory.skills import (
     validate_draft,
 )
 from memory.tags import LANGUAGE_TAGS, STACK_TAGS, infer_tags_from_text, stack_tags
-from orchestrator.build.runs import Event, RunSummary, TaskRecord
 from orchestrator.llm.client import LLMClient, ModelError
+from orchestrator.loop.runs import Event, RunSummary, TaskRecord
 from phases.base import Plan, read_prompt
 
 RUNS_MAX = 200

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from memory import Lesson, MemoryStore, PhaseBudgets
-from orchestrator.build.agent import Builder
-from orchestrator.build.runs import Run
 from orchestrator.cli import main
 from orchestrator.home import Home
 from orchestrator.llm.backends import register_script
+from orchestrator.loop.agent import Builder
+from orchestrator.loop.runs import Run
 from phases import DEFAULT_ROUNDS, PHASES
 from tests.fakes.openai_server import FakeOpenAI
 from tests.support import build_config as config
@@ -280,7 +280,7 @@ def test_an_unknown_model_is_refused_before_a_run_folder_is_made(home, capsys):
 
 
 def test_long_conversations_elide_old_tool_results_but_keep_the_opening_and_the_recent():
-    from orchestrator.build.context import KEEP_RECENT, compact
+    from orchestrator.loop.context import KEEP_RECENT, compact
 
     messages = [{"role": "system", "content": "S" * 5000}, {"role": "user", "content": "task"}]
     for i in range(30):

@@ -3,7 +3,7 @@
 What this module decides, and why:
 
 * Everything the model saves goes where a reflection's lessons go: through the build's
-  :class:`~orchestrator.build.learning.Learning` sink (the home at once for a single
+  :class:`~orchestrator.loop.learning.Learning` sink (the home at once for a single
   build, a queue for a matrix run, nowhere for an improve trial), and through the same
   rules: a lesson gets the store's dedup and the fresh confidence of a reflected one
   (0.3), and every action is an event of the run.
@@ -41,7 +41,7 @@ from memory.reflection import FRESH_CONFIDENCE
 from memory.skills import BadSkill, SkillBook, validate_draft
 from memory.tags import infer_tags_from_text, normalize_tags
 from memory.text import clean
-from orchestrator.build.learning import Learning
+from orchestrator.loop.learning import Learning
 from orchestrator.sandbox.shown import output
 from orchestrator.tools.schema import CallError, Memory
 

@@ -26,8 +26,8 @@ from typing import Any, Literal, TypeVar
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, Field, ValidationError
 
-from orchestrator.build.source import Source
 from orchestrator.errors import CadillacError
+from orchestrator.loop.source import Source
 from orchestrator.sandbox.files import append_file, replace_file
 from phases.suite import SuiteInventory
 

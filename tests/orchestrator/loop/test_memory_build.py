@@ -10,15 +10,15 @@ import pytest
 from memory import Lesson, MemoryStore
 from memory.notes import Notebook, new_note
 from memory.skills import SkillBook
-from orchestrator.build.agent import BuildConfig, Builder
-from orchestrator.build.learning import DeferredLearning, HomeLearning
-from orchestrator.build.memory_tool import MemoryTool
-from orchestrator.build.reflect import ALREADY_SAVED
 from orchestrator.home import Home
 from orchestrator.llm.backends import register_script
 from orchestrator.llm.client import LLMConfig, cache_marked, litellm_module, takes_cache_markers
+from orchestrator.loop.agent import BuildConfig, Builder
+from orchestrator.loop.learning import DeferredLearning, HomeLearning
+from orchestrator.loop.memory_tool import MemoryTool
+from orchestrator.loop.reflect import ALREADY_SAVED
 from orchestrator.tools.schema import Memory
-from tests.orchestrator.build.test_build import wordfreq
+from tests.orchestrator.loop.test_build import wordfreq
 from tests.support import build_config as config
 from tests.support import events
 

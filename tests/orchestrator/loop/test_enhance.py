@@ -181,9 +181,9 @@ def test_a_plain_folder_is_copied_and_its_change_applied_only_onto_what_was_copi
     assert "--min-length" in (run / "changes.patch").read_text()
 
     # an edit of the user's since the copy: the change is not applied over it
-    from orchestrator.build import source as sources
-    from orchestrator.build.runs import Run
     from orchestrator.errors import CadillacError
+    from orchestrator.loop import source as sources
+    from orchestrator.loop.runs import Run
 
     record = Run.open(home / "runs", summary["run_id"]).task()
     (folder / "wordfreq.py").write_text("# the user's own edit\n")
@@ -255,9 +255,9 @@ def test_iterate_refuses_a_run_that_did_not_pass(home, capsys):
 def test_an_enhance_task_of_a_matrix_is_built_from_its_repo_and_scored(home):
     from orchestrator.bench.matrix import run_matrix
     from orchestrator.bench.tasks import load_matrix
-    from orchestrator.build.agent import BuildConfig
     from orchestrator.home import Home
     from orchestrator.llm.client import LLMConfig
+    from orchestrator.loop.agent import BuildConfig
 
     matrix = Path(__file__).resolve().parents[3] / "matrices" / "enhance"
     one = home / "one-task"
@@ -344,9 +344,9 @@ def test_going_back_to_the_checkpoint_follows_no_link_the_model_left(
 def test_the_index_is_refreshed_once_at_each_phase_boundary(home, user_repo):
     """After each phase (so the next one's search sees what it wrote) and before each
     knowledge answer; a phase's opening digest reads what the last phase's refresh left."""
-    from orchestrator.build.agent import BuildConfig, Builder
     from orchestrator.home import Home
     from orchestrator.llm.client import LLMConfig
+    from orchestrator.loop.agent import BuildConfig, Builder
 
     config = BuildConfig(llm=LLMConfig(model=MODEL.format("honest")))
     builder = Builder.enhance(Home(home), config, policies.TASK, user_repo)
@@ -360,7 +360,7 @@ def test_the_index_is_refreshed_once_at_each_phase_boundary(home, user_repo):
 def test_restore_lists_what_it_discards_and_keeps_cadillacs_files(tmp_path):
     """Back to the last commit: edits, deletions, renames and new files go, and are listed
     (names with spaces too); plan.json, environments and caches stay."""
-    from orchestrator.build import source as sources
+    from orchestrator.loop import source as sources
 
     folder = project(tmp_path / "plain")
     (folder / "notes two.txt").write_text("tracked, with a space\n")
