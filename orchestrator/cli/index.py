@@ -54,7 +54,7 @@ def _tree(text: str | None, what: str) -> Path:
     return path.resolve()
 
 
-def _refresh(home: Home, tree: Path, full: bool = False):
+def _refresh(home: Home, tree: Path, full: bool = False, progress=None):
     from orchestrator.index import IndexConfig, build_index
     from orchestrator.loop.source import repository_of
 
@@ -62,7 +62,11 @@ def _refresh(home: Home, tree: Path, full: bool = False):
     made_here = tree.is_relative_to(home.runs_dir.resolve())  # a build's workspace: a model's
     history = tree if not made_here and repository_of(tree) is not None else None
     return build_index(
-        tree, index_folder(home, tree), full=full, config=IndexConfig(history=history)
+        tree,
+        index_folder(home, tree),
+        full=full,
+        config=IndexConfig(history=history),
+        progress=progress,
     )
 
 
@@ -90,7 +94,12 @@ def index_command(args: argparse.Namespace) -> int:
 
 
 def _index(home: Home, tree: Path, args: argparse.Namespace) -> int:
-    report = _refresh(home, tree, full=args.full)
+    with output.err().status(f"indexing {tree}") as status:
+
+        def progress(walked: int, parsed: int) -> None:
+            status.update(f"indexing {tree}: {walked:,} file(s) so far, {parsed:,} parsed")
+
+        report = _refresh(home, tree, full=args.full, progress=progress)
     if args.json:
         print(report.model_dump_json(indent=2))
         return 0

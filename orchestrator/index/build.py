@@ -98,10 +98,21 @@ class Previous:
 RACY_NS = 2_000_000_000
 
 
+Progress = Callable[[int, int], None]
+"""Told ``(files walked, files parsed)`` now and then while a tree is walked."""
+PROGRESS_EVERY_S = 0.25
+
+
 def build_index(
-    root: Path, out: Path, *, full: bool = False, config: IndexConfig | None = None
+    root: Path,
+    out: Path,
+    *,
+    full: bool = False,
+    config: IndexConfig | None = None,
+    progress: Progress | None = None,
 ) -> IndexReport:
-    """Index the tree at ``root`` into the folder ``out`` (see the module's docstring)."""
+    """Index the tree at ``root`` into the folder ``out`` (see the module's docstring);
+    ``progress`` hears how far the walk is, at most every ``PROGRESS_EVERY_S``."""
     started = time.perf_counter()
     config = config or IndexConfig()
     root, out = Path(root).absolute(), Path(out).absolute()
@@ -112,7 +123,7 @@ def build_index(
     with paused_gc():  # many small objects, no cycles: the collector's scans only cost
         previous = Previous() if full else load_previous(out)
         walk = Walk(root, config, exclude=inside(out, root))
-        got = gather(walk, previous, config)
+        got = gather(walk, previous, config, progress)
         relations = relate(root, got.files, config)
     store.write_lines(out / store.FILES, got.lines)
     store.write_lines(out / store.SYMBOLS, got.symbols.lines)
@@ -135,9 +146,15 @@ def build_index(
     return report
 
 
-def gather(walk: Walk, previous: Previous, config: IndexConfig) -> Gathered:
+def gather(
+    walk: Walk, previous: Previous, config: IndexConfig, progress: Progress | None = None
+) -> Gathered:
     got = Gathered()
+    told = time.monotonic()
     for entry in walk:
+        if progress is not None and time.monotonic() - told >= PROGRESS_EVERY_S:
+            progress(len(got.files), got.parsed)
+            told = time.monotonic()
         if (settled := previous.unchanged(entry)) is not None:
             got.files.append(settled.record)
             got.lines.append(settled.line)

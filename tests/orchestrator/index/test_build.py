@@ -187,3 +187,19 @@ def test_files_settled_since_the_last_walk_are_not_read_again(tree, out, monkeyp
     assert (again.parsed, again.reused) == (1, first.files - 1)
     read = [r for r in reads if not r.endswith(".gitignore")]
     assert read == ["data/logo.png", "src/shop/pricing.py"]  # the binary has no record to trust
+
+
+def test_a_long_walk_tells_how_far_it_is(tmp_path, monkeypatch):
+    """``cadillac index`` shows this as it goes: files walked and parsed, never going back."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for i in range(60):
+        (tree / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    monkeypatch.setattr(build_module, "PROGRESS_EVERY_S", 0.0)
+    heard: list[tuple[int, int]] = []
+    report = build_module.build_index(tree, tmp_path / "out", progress=lambda *p: heard.append(p))
+    assert len(heard) >= 59 and heard == sorted(heard)
+    assert heard[-1][0] <= report.files == 60 and heard[-1][1] <= report.parsed
+    again: list[tuple[int, int]] = []
+    build_module.build_index(tree, tmp_path / "out", progress=lambda *p: again.append(p))
+    assert again and all(parsed == 0 for _, parsed in again)  # all reused the second time
