@@ -848,6 +848,11 @@ def describe(exc: BaseException, endpoint: Endpoint) -> str:
         return f"{where} sent an answer that is not a chat completion{what}"
     if "Expecting value" in full and "Received response" in full:
         return f"{where} sent an answer that is not JSON (it should be a chat completion)"
+    undecodable = next((e for e in chain if isinstance(e, UnicodeDecodeError)), None)
+    if undecodable is not None or "codec can't decode" in full:
+        at = re.search(r"decode byte (0x[0-9a-f]+) in position (\d+)", full)
+        what = f" (byte {at.group(1)} at position {at.group(2)})" if at else ""
+        return f"{where} sent an answer that is not valid UTF-8{what}"
     text = _clean(exc)
     status = _http_status(exc)
     if status is not None:

@@ -119,7 +119,8 @@ class FakeOpenAI:
                         self._send(json.dumps(reply).encode())
                         return
                 if isinstance(entry, dict) and "raw" in entry:
-                    data = entry["raw"].encode("utf-8")
+                    data = entry["raw"]  # bytes are sent as they are: invalid UTF-8 too
+                    data = data if isinstance(data, bytes) else data.encode("utf-8")
                     self.send_response(entry.get("status", 200))
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(data)))

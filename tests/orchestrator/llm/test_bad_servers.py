@@ -139,6 +139,21 @@ def test_an_answer_that_is_not_a_chat_completion_is_one_clean_line(tmp_path, bod
     assert all(said(r["error"]) for r in lines(tmp_path))  # the log is clean too
 
 
+NOT_UTF8 = json.dumps(HI).encode().replace(b'"hi"', b'"bad \xff\xfe"')
+
+
+def test_an_answer_that_is_not_utf8_is_one_clean_line(tmp_path):
+    """litellm's message names its own response classes; the user hears what the server did."""
+    with FakeOpenAI(lambda request: {"raw": NOT_UTF8, "status": 200}) as server:
+        llm = client(tmp_path, "openai/m", api_base=server.api_base, max_attempts=2)
+        with pytest.raises(ModelError) as caught:
+            llm.complete(HELLO)
+    message = said(str(caught.value), server)
+    assert "not valid UTF-8 (byte 0xff at position" in message
+    assert "APIResponse" not in message and "LegacyAPIResponse" not in message
+    assert all("not valid UTF-8" in said(r["error"]) for r in lines(tmp_path))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
