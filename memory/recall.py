@@ -56,6 +56,15 @@ days). The decay is applied while scoring; the file is never rewritten for it.
   0 when the task names no stack);
 * the adjustments together scale the relevance part by at most 1.75: they order
   relevant lessons and never lift an irrelevant one;
+* trust: the whole score is multiplied by ``0.25 + 0.75 * min(1, confidence / 0.3)``
+  (:data:`TRUST_FLOOR`, :data:`TRUST_FULL`), with the *stored* confidence, before
+  decay: what penalties made of the lesson, not its age (age already acts through
+  the effective confidence and recency, and a whole memory ages together). A lesson at
+  or above a fresh lesson's confidence (0.3) is not touched; one whose penalties took it
+  below is scaled down, to a quarter at 0. The 0.15 weight of confidence among the
+  adjustments alone moves a score by less than a tenth, so a lesson at 0.0 that
+  matches the task best used to be recalled first, above the lessons that did not
+  backfire;
 * the layers run on *stack* tags (languages and frameworks, with the language
   each framework implies: ``flask`` means python), so that "build" in a task
   does not let a TypeScript lesson through a Flask task, and a Python lesson
@@ -117,6 +126,11 @@ SOURCE_PENALTY = 5.0
 CONTENT_PENALTY = 2.0
 PRIOR_BOUND = 3.0
 """The stack prior is scaled by ``min(1, PRIOR_BOUND * stack_agreement)``."""
+TRUST_FULL = 0.3
+"""A fresh lesson's confidence (:data:`memory.reflection.FRESH_CONFIDENCE`): at or above
+it, confidence only orders relevant lessons; below it, the whole score shrinks."""
+TRUST_FLOOR = 0.25
+"""What the score of a lesson at confidence 0 is multiplied by (default scorer)."""
 
 
 class ScoreParts(BaseModel):
@@ -340,6 +354,7 @@ class RelevanceScorer:
         relevance_c = (text_c + self.w_build * build[cand]) / (1.0 + self.w_build)
         pen_c = penalty[cand]
         score_c = (relevance_c * (1.0 + parts["adjust"]) + self.w_prior * parts["prior"]) / pen_c
+        score_c = score_c * parts["trust"]
         return Scored(
             score_c,
             score_c > 0,
@@ -386,6 +401,7 @@ class RelevanceScorer:
             "stack": agreement,
             "prior": prior,
             "adjust": adjust,
+            "trust": trust(index.confidence.values[slots]),
         }
 
     def stacks(self, index: LessonIndex) -> np.ndarray:
@@ -398,6 +414,11 @@ class RelevanceScorer:
         if not self.w_build:
             return np.zeros(len(text))
         return build_best(index, text)
+
+
+def trust(confidence: np.ndarray) -> np.ndarray:
+    """The factor a lesson's score is multiplied by for its stored confidence."""
+    return TRUST_FLOOR + (1.0 - TRUST_FLOOR) * np.minimum(1.0, confidence / TRUST_FULL)
 
 
 def top_slots(values: np.ndarray, k: int) -> list[int]:

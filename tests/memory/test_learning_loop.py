@@ -6,8 +6,13 @@ restatement does not undo a lesson's penalties."""
 
 from __future__ import annotations
 
-from memory import PhaseBudgets
+import json
+
+import pytest
+
+from memory import Lesson, MemoryStore, PhaseBudgets
 from phases import DEFAULT_ROUNDS
+from tests.conftest import CORPUS_LESSONS
 
 
 def test_one_task_that_keeps_failing_does_not_raise_every_python_tasks_budget(home):
@@ -47,3 +52,71 @@ def test_a_single_shared_tag_does_not_match(home):
         )
     assert history.compute_budgets(["python", "flask"])["build"].rounds == DEFAULT_ROUNDS["build"]
     assert history.compute_budgets(["python", "asyncio", "irc"])["build"].rounds == 240
+
+
+ERROR = "sqlite database is locked during concurrent writes"
+
+
+def test_a_lesson_that_only_backfires_is_retired_on_its_own_backfire_count(home):
+    store = MemoryStore(home / "memory.jsonl")
+    bad = store.save(
+        Lesson(type="error_pattern", trigger=ERROR, fix="open a new connection", confidence=0.3)
+    )
+    for expected in (1, 2):
+        assert store.penalize_backfired([bad.id], ERROR) == [bad.id]
+        kept = store.get(bad.id)
+        assert (kept.backfired, kept.used) == (expected, 0)
+    assert store.penalize_backfired([bad.id], ERROR) == [bad.id]  # the third: retired
+    assert store.get(bad.id) is None
+    (retired,) = store.retired()
+    assert retired.backfired == 3 and retired.confidence == 0.0
+    assert "3 applications (3 backfired)" in retired.retired_reason
+
+
+def test_a_boost_still_counts_a_use_and_no_backfire(home):
+    store = MemoryStore(home / "memory.jsonl")
+    good = store.save(Lesson(type="error_pattern", trigger=ERROR, fix="use WAL mode"))
+    store.boost_confidence([good.id])
+    kept = store.get(good.id)
+    assert (kept.used, kept.backfired, kept.confidence) == (1, 0, pytest.approx(0.6))
+
+
+def test_a_lesson_at_confidence_zero_does_not_lead_recall(home):
+    store = MemoryStore(home / "memory.jsonl")
+    task = "python flask sqlite app: database is locked during concurrent writes"
+    discredited = store.save(
+        Lesson(
+            type="error_pattern",
+            trigger="sqlite database is locked during concurrent writes in flask",
+            fix="retry the write in a loop",
+            tags=["python", "flask", "sqlite"],
+            confidence=0.0,
+            used=2,
+        )
+    )
+    trusted = store.save(
+        Lesson(
+            type="error_pattern",
+            trigger="sqlite locked under concurrent flask requests",
+            fix="enable WAL mode and one connection per request",
+            tags=["python", "flask", "sqlite"],
+            confidence=0.5,
+        )
+    )
+    recalled = store.recall(task, limit=2)
+    assert [r.lesson.id for r in recalled] == [trusted.id, discredited.id]
+
+
+def test_older_memory_files_load_without_loss_and_get_a_backfire_count_of_zero(home):
+    path = home / "memory.jsonl"
+    path.write_bytes(CORPUS_LESSONS.read_bytes())
+    before = [json.loads(line) for line in CORPUS_LESSONS.read_text().splitlines()]
+    store = MemoryStore(path)
+    lessons = store.all()
+    assert len(lessons) == len(before) == 403
+    assert all(lesson.backfired == 0 for lesson in lessons)
+    store.boost_confidence([lessons[0].id])  # one rewrite of the whole file
+    after = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(after) == len(before)
+    for old, new in zip(before[1:], after[1:], strict=True):  # every field kept, one added
+        assert old.items() <= new.items() and new["backfired"] == 0
