@@ -120,3 +120,30 @@ def test_older_memory_files_load_without_loss_and_get_a_backfire_count_of_zero(h
     assert len(after) == len(before)
     for old, new in zip(before[1:], after[1:], strict=True):  # every field kept, one added
         assert old.items() <= new.items() and new["backfired"] == 0
+
+
+def test_a_restatement_does_not_undo_a_lessons_penalties(home):
+    store = MemoryStore(home / "memory.jsonl")
+    trigger = "flask app factory imports the blueprint before it exists"
+    worn = store.save(
+        Lesson(type="architecture", trigger=trigger, fix="import it late", confidence=0.3)
+    )
+    store.penalize_backfired([worn.id], trigger)
+    store.penalize_backfired([worn.id], trigger)
+    penalised = store.get(worn.id)
+    assert penalised.confidence == pytest.approx(0.1)
+    restated = Lesson(type="architecture", trigger=trigger + " yet", fix="same", confidence=0.3)
+    merged, was_merged = store.add(restated)
+    assert was_merged and merged.id == worn.id
+    kept = store.get(worn.id)
+    assert kept.confidence == pytest.approx(0.1) and kept.backfired == 2
+    store.penalize_backfired([worn.id], trigger)  # the third backfire still retires it
+    assert store.get(worn.id) is None and [x.id for x in store.retired()] == [worn.id]
+
+
+def test_a_lesson_penalised_in_an_older_file_keeps_its_low_confidence_on_a_merge(home):
+    store = MemoryStore(home / "memory.jsonl")
+    trigger = "vite dev server proxy drops websocket upgrade requests"
+    old = store.save(Lesson(type="tool_pattern", trigger=trigger, fix="ws: true", confidence=0.1))
+    merged, _ = store.add(Lesson(type="tool_pattern", trigger=trigger, fix="x", confidence=0.3))
+    assert merged.id == old.id and store.get(old.id).confidence == pytest.approx(0.1)
