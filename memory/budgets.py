@@ -3,19 +3,43 @@
 Every finished phase appends one :class:`BudgetRow` (rounds used, files, task
 tags, outcome). A phase's budget for a new task is::
 
-    min(10 * default, max(default, ceil(p90(rounds of matching rows) * 1.2)))
+    min(10 * default, max(default, ceil(p90(rounds of matching passed rows) * 1.2),
+                          median(rounds of matching exhausted rows)))
 
-where matching rows are rows of that phase whose tags share at least one tag
-with the task's, and p90 is numpy's linear-interpolation percentile. With
-fewer than 3 matching rows (or no task tags) the default stands. The ceiling
-(:data:`CEILING`) keeps a history of runaway phases (rows of hundreds of rounds
-that ran out of a large budget, or rows from another system) from granting a
-phase a budget that is no longer a limit; the reason says when it cut. Each
-:class:`Budget` carries the numbers and a sentence saying which rule decided,
-so a user can see why a phase got its rounds. The phases and their default rounds are
-given by the caller (cadillac passes ``phases.DEFAULT_ROUNDS``; this package imports
-nothing else of cadillac's). Rows of other phases (review, wiring, from the earlier
-system) are kept in the file but not used.
+*Matching* is the seed's ``tag_overlap(r.tags, task_tags)``, read as an overlap of
+the two tag sets, not a single shared tag: a row matches when the tags it shares
+with the task are at least half of the tags the two have between them (Jaccard
+``|R & T| / |R | T| >= 0.5``, :data:`MATCH_SHARE`). The sets compared are the stack
+tags with the languages they imply (:func:`memory.tags.stack_tags`: ``flask`` means
+python; phase and layout tags such as ``build`` or ``modular`` say nothing of the
+rounds a stack needs), or the raw tags when the task has no stack tag. One shared
+``python`` is not enough, so a pygame task that keeps failing does not set the
+budget of a Flask task; a task tagged ``pygame`` matches rows tagged ``pygame``.
+
+*Passed* rows (outcome ``passed``, or no outcome: rows written by the earlier system,
+which recorded completed phases) say how many rounds a phase needed; p90 is numpy's
+linear-interpolation percentile over them. With fewer than 3 matching passed rows
+(or no task tags) they say nothing and the default stands.
+
+*Exhausted* rows (``budget_exhausted``) are censored: the phase needed more than
+the rounds it had, by how much nobody knows. They never take part in the
+percentile and never get the headroom, since a phase that ran out of N rounds and
+is given 1.2 N runs out of those, and the next budget is 1.44 N: that was the
+ratchet that took every Python task's build budget from 30 to 243. They are only a
+floor: with at least 3 matching exhausted rows, the budget is not set below their
+median, the rounds that most such phases already had and used up. A floor can
+never exceed a budget some phase was already given, so budgets rise only on
+phases that passed. Rows with outcome ``error`` (the model could not be reached)
+say nothing about the rounds a phase needs and are not used.
+
+The ceiling (:data:`CEILING`) keeps a history of runaway phases (rows of hundreds of
+rounds, or rows from another system) from granting a phase a budget that is no
+longer a limit; the reason says when it cut. Each :class:`Budget` carries the
+numbers and a sentence saying which rule decided, so a user can see why a phase
+got its rounds. The phases and their default rounds are given by the caller
+(cadillac passes ``phases.DEFAULT_ROUNDS``; this package imports nothing else of
+cadillac's). Rows of other phases (review, wiring, from the earlier system) are
+kept in the file but not used.
 
 A row is history only if its numbers are ones a phase can have: ``rounds`` at most
 :data:`MAX_ROUNDS` and a finite ``ts``. A row with ``rounds`` of 10**400 (or any count
@@ -35,11 +59,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.jsonl import JsonlFile
-from memory.tags import normalize_tags
+from memory.tags import normalize_tags, stack_tags
 
 MIN_SAMPLES = 3
 HEADROOM = 1.2
 PERCENTILE = 90
+MATCH_SHARE = 0.5
+"""A row matches a task when the tags they share are at least this share of their union."""
 CEILING = 10
 """A phase's budget is at most this many times its default, whatever the history says."""
 MAX_ROUNDS = 1_000_000
@@ -121,51 +147,71 @@ class PhaseBudgets:
     ) -> dict[str, Budget]:
         """Each phase's budget for a task with these tags (see the module docstring)."""
         wanted = set(normalize_tags(task_tags))
-        by_phase: dict[str, list[int]] = {phase: [] for phase in self.defaults}
+        passed: dict[str, list[int]] = {phase: [] for phase in self.defaults}
+        exhausted: dict[str, list[int]] = {phase: [] for phase in self.defaults}
         if wanted:
             for row in self.rows():
-                if row.phase in by_phase and wanted.intersection(row.tags):
-                    by_phase[row.phase].append(row.rounds)
+                if row.phase not in passed or not matches(row.tags, wanted):
+                    continue
+                if row.outcome in (None, "passed"):
+                    passed[row.phase].append(row.rounds)
+                elif row.outcome == "budget_exhausted":
+                    exhausted[row.phase].append(row.rounds)
         return {
-            phase: _budget(phase, self.defaults[phase], by_phase[phase], bool(wanted))
+            phase: _budget(
+                phase, self.defaults[phase], passed[phase], exhausted[phase], bool(wanted)
+            )
             for phase in self.defaults
         }
 
 
-def _budget(phase: str, default: int, rounds: list[int], have_tags: bool) -> Budget:
+def matches(row_tags: list[str] | set[str], task_tags: set[str]) -> bool:
+    """The seed's ``tag_overlap``: the shared tags are at least :data:`MATCH_SHARE` of all
+    (stack tags with the languages they imply, when the task has any)."""
+    task, row = stack_tags(set(task_tags)), stack_tags(set(row_tags))
+    if not task:
+        task, row = set(task_tags), set(row_tags)
+    union = row | task
+    return bool(union) and len(row & task) >= MATCH_SHARE * len(union)
+
+
+def _budget(
+    phase: str, default: int, rounds: list[int], exhausted: list[int], have_tags: bool
+) -> Budget:
     n = len(rounds)
+
+    def budget(value: int, p90: float | None, reason: str) -> Budget:
+        return Budget(phase=phase, rounds=value, default=default, samples=n, p90=p90, reason=reason)
+
     if not have_tags:
-        return Budget(
-            phase=phase,
-            rounds=default,
-            default=default,
-            samples=0,
-            p90=None,
-            reason="default: no task tags to match history by",
-        )
+        return budget(default, None, "default: no task tags to match history by")
+    p90 = None
     if n < MIN_SAMPLES:
-        return Budget(
-            phase=phase,
-            rounds=default,
-            default=default,
-            samples=n,
-            p90=None,
-            reason=f"default: {n} matching row(s), fewer than {MIN_SAMPLES}",
-        )
-    p90 = float(np.percentile(np.asarray(rounds, dtype=float), PERCENTILE))
-    scaled = p90 * HEADROOM
-    wanted = math.ceil(round(scaled, 9))
-    if wanted <= default:
-        reason = f"default: p90 {p90:g} x {HEADROOM} = {scaled:.1f} is within it"
-        return Budget(
-            phase=phase, rounds=default, default=default, samples=n, p90=p90, reason=reason
-        )
-    reason = f"history: p90 {p90:g} x {HEADROOM} = {scaled:.1f} over {n} matching rows"
+        wanted, reason = default, f"default: {n} matching passed row(s), fewer than {MIN_SAMPLES}"
+    else:
+        p90 = float(np.percentile(np.asarray(rounds, dtype=float), PERCENTILE))
+        scaled = p90 * HEADROOM
+        wanted = math.ceil(round(scaled, 9))
+        if wanted <= default:
+            wanted, reason = (
+                default,
+                f"default: p90 {p90:g} x {HEADROOM} = {scaled:.1f} is within it",
+            )
+        else:
+            reason = f"history: p90 {p90:g} x {HEADROOM} = {scaled:.1f} over {n} matching rows"
+    if len(exhausted) >= MIN_SAMPLES:
+        floor = math.ceil(float(np.median(np.asarray(exhausted, dtype=float))))
+        if floor > wanted:
+            wanted = floor
+            reason += (
+                f"; raised to {floor}, the median of {len(exhausted)} matching rows"
+                " that ran out of rounds"
+            )
     ceiling = CEILING * default
     if wanted > ceiling:
         reason += f", capped at {CEILING}x the default ({ceiling})"
         wanted = ceiling
-    return Budget(phase=phase, rounds=wanted, default=default, samples=n, p90=p90, reason=reason)
+    return budget(wanted, p90, reason)
 
 
-__all__ = ["Budget", "BudgetRow", "PhaseBudgets"]
+__all__ = ["Budget", "BudgetRow", "PhaseBudgets", "matches"]

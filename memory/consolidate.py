@@ -1,10 +1,14 @@
 """Keeping a growing memory useful: retire lessons that keep backfiring, merge restatements.
 
 Retirement. A lesson is *below the floor* when its confidence is under
-:data:`RETIRE_CONFIDENCE` after at least :data:`RETIRE_MIN_USES` uses: it was
-applied often enough to be judged, and its penalties (:meth:`MemoryStore.penalize_backfired`,
--0.1 each) have outweighed its boosts (+0.1 and one use each). A young lesson is never
-retired for a low confidence alone (fresh lessons start at 0.3). A retired lesson is
+:data:`RETIRE_CONFIDENCE` after at least :data:`RETIRE_MIN_USES` applications, those
+that helped (``used``, +0.1 each from :meth:`MemoryStore.boost_confidence`) and those
+that backfired (``backfired``, -0.1 each from :meth:`MemoryStore.penalize_backfired`)
+together: it was applied often enough to be judged, and its penalties have outweighed
+its boosts. Counting the backfires matters: ``used`` grows only on a boost, so a lesson
+that only ever backfired would otherwise sit at confidence 0 forever, never judged. A
+fresh lesson (0.3) that backfires three times in a row is retired on the third. A young
+lesson is never retired for a low confidence alone. A retired lesson is
 moved, never deleted: it is appended to ``<memory file>.retired.jsonl`` with
 ``retired_at`` (unix time) and ``retired_reason``, and ``restore`` puts it back.
 
@@ -42,19 +46,25 @@ from memory.lesson import Lesson
 RETIRE_CONFIDENCE = 0.2
 """A lesson with a confidence below this ..."""
 RETIRE_MIN_USES = 3
-"""... after at least this many uses is retired."""
+"""... after at least this many applications (helped or backfired) is retired."""
 BACKFIRE_REASON = "kept backfiring"
 
 
+def applications(lesson: Lesson) -> int:
+    """How many times builds applied the lesson and judged it: helped plus backfired."""
+    return lesson.used + lesson.backfired
+
+
 def below_floor(lesson: Lesson) -> bool:
-    """Whether a lesson has been used enough and kept backfiring (see the module docstring)."""
-    return lesson.used >= RETIRE_MIN_USES and lesson.confidence < RETIRE_CONFIDENCE
+    """Whether a lesson has been applied enough and kept backfiring (see the module
+    docstring)."""
+    return applications(lesson) >= RETIRE_MIN_USES and lesson.confidence < RETIRE_CONFIDENCE
 
 
 def floor_reason(lesson: Lesson) -> str:
     return (
         f"{BACKFIRE_REASON}: confidence {lesson.confidence:g} < {RETIRE_CONFIDENCE:g}"
-        f" after {lesson.used} uses"
+        f" after {applications(lesson)} applications ({lesson.backfired} backfired)"
     )
 
 

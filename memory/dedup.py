@@ -14,9 +14,15 @@ and of a compatible size, are compared exactly.
 
 A merge folds the new lesson into the stored one, which keeps its id, ts,
 type, polarity, trigger and fix (the stored wording is the one that earned its
-confidence). It takes the union of the tags, the higher confidence, the sum of
-the use counts, the later ``last_used_ts``, and the new source task if it had
-none. Fields only the new lesson carries are added. So the new lesson's own wording,
+confidence). It takes the union of the tags, the sum of the use counts and of the
+backfire counts, the later ``last_used_ts``, and the new source task if it had
+none. The confidence keeps the penalised history (:func:`merged_confidence`): a
+lesson that was ever penalised (a backfire counted, or a confidence below a fresh
+lesson's 0.3, as in files written before backfires were counted) keeps its own
+confidence, and only when neither side was penalised does the higher one win. A
+reflection that restates a lesson penalised to 0.1 brings a fresh 0.3 with no record
+behind it; taking the higher one would undo the penalties, and the restatement would
+retire never. Fields only the new lesson carries are added. So the new lesson's own wording,
 its trigger and fix where they differ from the stored ones, is dropped;
 :func:`dropped_by_merge` names it, so that whoever added the lesson can be told (and
 can forget the stored lesson and add theirs, if their wording is the better one).
@@ -28,6 +34,7 @@ import math
 
 from memory.index import LessonIndex
 from memory.lesson import Lesson
+from memory.reflection import FRESH_CONFIDENCE
 from memory.tags import normalize_tags
 from memory.tokens import term_set
 
@@ -80,11 +87,23 @@ def dropped_by_merge(stored: Lesson, new: Lesson) -> dict[str, str]:
     }
 
 
+def penalised(lesson: Lesson) -> bool:
+    """Whether a lesson's confidence carries penalties (see the module docstring)."""
+    return lesson.backfired > 0 or lesson.confidence < FRESH_CONFIDENCE
+
+
+def merged_confidence(stored: Lesson, new: Lesson) -> float:
+    """The lowest confidence of the penalised sides, else the higher of the two."""
+    marked = [x.confidence for x in (stored, new) if penalised(x)]
+    return min(marked) if marked else max(stored.confidence, new.confidence)
+
+
 def merge_into(stored: Lesson, new: Lesson) -> Lesson:
     """Fold ``new`` into ``stored`` in place (see the module docstring); return ``stored``."""
     stored.tags = normalize_tags([*stored.tags, *new.tags])
-    stored.confidence = max(stored.confidence, new.confidence)
+    stored.confidence = merged_confidence(stored, new)
     stored.used = stored.used + new.used
+    stored.backfired = stored.backfired + new.backfired
     if new.last_used_ts is not None:
         stored.last_used_ts = max(stored.last_used_ts or 0.0, new.last_used_ts)
     if not stored.source_task and new.source_task:

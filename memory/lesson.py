@@ -8,8 +8,9 @@ other tools survive us. Lines written by the earlier system have no ``id``:
 rewrite stores it, so an id shown to a user today still works tomorrow.
 
 A line whose numbers no lesson can have is invalid, like a line of bad JSON: a ``used``
-above :data:`MAX_USES` (10**400 would overflow the index's float columns) or a ``ts``
-that is infinite or NaN (it would be written back as ``null``, a line no reader takes).
+or ``backfired`` above :data:`MAX_USES` (10**400 would overflow the index's float
+columns) or a ``ts`` that is infinite or NaN (it would be written back as ``null``, a
+line no reader takes).
 :mod:`memory.jsonl` skips such a line with a warning and keeps it aside on a rewrite.
 """
 
@@ -49,7 +50,10 @@ class Lesson(BaseModel):
     """What to do, or (polarity dont) what never to do and why."""
     confidence: float = Field(default=0.5, ge=0.0, le=1.0)
     used: int = Field(default=0, ge=0, le=MAX_USES)
-    """How many times a build applied it and succeeded."""
+    """How many times a build applied it and succeeded (the seed's count; recall reads it)."""
+    backfired: int = Field(default=0, ge=0, le=MAX_USES)
+    """How many times a build applied it and failed on an error that echoes its trigger:
+    what retirement counts (:mod:`memory.consolidate`). 0 in lines of older files."""
     polarity: Polarity = "do"
     tags: list[str] = Field(default_factory=list)
     source_task: str = ""

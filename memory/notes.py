@@ -35,14 +35,14 @@ What this module decides, and why:
   accepts (``status: accepted``, the source kept) or rejects (the file deleted) it. A
   note without ``status`` (every note a person wrote, every note from before) is
   accepted.
-* Relevance (:meth:`Notebook.relevant`) is Okapi BM25 with recall's constants over the
-  name, description and body, cut into terms by :mod:`memory.tokens` as lessons are.
+* Relevance (:meth:`Notebook.relevant`) is Okapi BM25 (:mod:`memory.bm25`, recall's
+  formula) over the name, description and body, cut into terms by :mod:`memory.tokens`
+  as lessons are.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 import stat
@@ -55,6 +55,7 @@ from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from memory import mdfile
+from memory.bm25 import Bm25
 from memory.text import clean
 from memory.tokens import term_set, terms
 from orchestrator.sandbox.files import replace_file
@@ -77,7 +78,6 @@ LOCK = ".notes.lock"
 MAX_NOTE_BYTES = 256 * 1024
 DESCRIPTION_MAX = 120
 NAME_MAX = 64
-BM25_K1, BM25_B = 1.2, 0.75  # as memory.recall's bm25
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}\Z")
 _FIELDS = ("name", "description", "type", "importance", "scope", "pinned", "origin")
 
@@ -547,23 +547,11 @@ class Notebook:
         raise NoteNotFound(name)
 
     def relevant(self, task: str, limit: int = 5) -> list[Note]:
-        """The notes most relevant to ``task`` by BM25, best first; only scores above 0."""
+        """The notes most relevant to ``task`` by BM25 (:mod:`memory.bm25`), best first;
+        only scores above 0."""
         notes = self.all()
         query = term_set(task)
         if not notes or not query or limit <= 0:
             return []
-        docs = [Counter(terms(f"{n.name} {n.description} {n.body}")) for n in notes]
-        avgdl = max(sum(sum(d.values()) for d in docs) / len(docs), 1e-9)
-        scores = [0.0] * len(notes)
-        for term in query:
-            df = sum(1 for d in docs if term in d)
-            if df == 0:
-                continue
-            idf = math.log(1.0 + (len(docs) - df + 0.5) / (df + 0.5))
-            for i, doc in enumerate(docs):
-                tf = doc.get(term, 0)
-                if tf:
-                    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * sum(doc.values()) / avgdl)
-                    scores[i] += idf * tf * (BM25_K1 + 1.0) / (tf + norm)
-        ranked = sorted((i for i in range(len(notes)) if scores[i] > 0), key=lambda i: -scores[i])
-        return [notes[i] for i in ranked[:limit]]
+        index = Bm25(Counter(terms(f"{n.name} {n.description} {n.body}")) for n in notes)
+        return [notes[i] for i, _ in index.ranked(query)[:limit]]

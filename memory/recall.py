@@ -24,7 +24,7 @@ days). The decay is applied while scoring; the file is never rewritten for it.
             + 0.5 * stack_prior / penalty
     relevance = (text + 0.5 * build) / 1.5
 
-* text: Okapi BM25 (k1 = 1.2, b = 0.75) of the task's distinct terms over the
+* text: Okapi BM25 (:mod:`memory.bm25`: k1 = 1.2, b = 0.75) of the task's distinct terms over the
   lesson's trigger, fix and tags, with one round of pseudo-relevance feedback:
   the 10 terms that weigh most (tf x idf) in the 5 best lessons of a first pass
   join the query at weight 0.2, which finds lessons that say the same thing in
@@ -56,6 +56,15 @@ days). The decay is applied while scoring; the file is never rewritten for it.
   0 when the task names no stack);
 * the adjustments together scale the relevance part by at most 1.75: they order
   relevant lessons and never lift an irrelevant one;
+* trust: the whole score is multiplied by ``0.25 + 0.75 * min(1, confidence / 0.3)``
+  (:data:`TRUST_FLOOR`, :data:`TRUST_FULL`), with the *stored* confidence, before
+  decay: what penalties made of the lesson, not its age (age already acts through
+  the effective confidence and recency, and a whole memory ages together). A lesson at
+  or above a fresh lesson's confidence (0.3) is not touched; one whose penalties took it
+  below is scaled down, to a quarter at 0. The 0.15 weight of confidence among the
+  adjustments alone moves a score by less than a tenth, so a lesson at 0.0 that
+  matches the task best used to be recalled first, above the lessons that did not
+  backfire;
 * the layers run on *stack* tags (languages and frameworks, with the language
   each framework implies: ``flask`` means python), so that "build" in a task
   does not let a TypeScript lesson through a Flask task, and a Python lesson
@@ -105,9 +114,10 @@ from typing import Protocol
 import numpy as np
 from pydantic import BaseModel, Field
 
+from memory.bm25 import as_query, term_scores
 from memory.index import STACK_MASK, LessonIndex, tag_mask
 from memory.lesson import Lesson
-from memory.tags import infer_task_tags, stack_tags
+from memory.tags import infer_task_tags, normalize_tags, stack_tags
 from memory.tokens import term_set
 
 DAY = 86400.0
@@ -117,6 +127,11 @@ SOURCE_PENALTY = 5.0
 CONTENT_PENALTY = 2.0
 PRIOR_BOUND = 3.0
 """The stack prior is scaled by ``min(1, PRIOR_BOUND * stack_agreement)``."""
+TRUST_FULL = 0.3
+"""A fresh lesson's confidence (:data:`memory.reflection.FRESH_CONFIDENCE`): at or above
+it, confidence only orders relevant lessons; below it, the whole score shrinks."""
+TRUST_FLOOR = 0.25
+"""What the score of a lesson at confidence 0 is multiplied by (default scorer)."""
 
 
 class ScoreParts(BaseModel):
@@ -181,13 +196,20 @@ class Scored:
 class Scorer(Protocol):
     name: str
 
-    def score(self, index: LessonIndex, task: str, now: float) -> Scored: ...
+    def score(
+        self, index: LessonIndex, task: str, now: float, excluded: np.ndarray | None = None
+    ) -> Scored: ...
 
 
-def _layers(index: LessonIndex, task_mask: int, stack_only: bool):
-    """Filter and penalty arrays for a task's tag mask (see the module docstring)."""
+def _layers(
+    index: LessonIndex, task_mask: int, stack_only: bool, excluded: np.ndarray | None = None
+):
+    """Filter and penalty arrays for a task's tag mask (see the module docstring);
+    ``excluded`` marks slots recall may not return (``exclude_tags``)."""
     n = index.alive.n
     keep = index.alive.values.copy()
+    if excluded is not None:
+        keep &= ~excluded
     penalty = np.ones(n)
     no = np.zeros(n, dtype=bool)
     if not task_mask:
@@ -215,7 +237,9 @@ class SeedScorer:
 
     name = "seed"
 
-    def score(self, index: LessonIndex, task: str, now: float) -> Scored:
+    def score(
+        self, index: LessonIndex, task: str, now: float, excluded: np.ndarray | None = None
+    ) -> Scored:
         n = index.alive.n
         overlap = np.zeros(n)
         for term in term_set(task):
@@ -227,7 +251,7 @@ class SeedScorer:
         confidence = index.confidence.values * decay_factor((now - index.last.values) / DAY)
         usage = 0.1 * index.used.values
         keep, penalty, source_hit, content_hit = _layers(
-            index, tag_mask(infer_task_tags(task)), stack_only=False
+            index, tag_mask(infer_task_tags(task)), stack_only=False, excluded=excluded
         )
         score = (relevance + recency + confidence + usage) / penalty
         stack = np.zeros(len(score))
@@ -271,7 +295,7 @@ class RelevanceScorer:
 
     def bm25(self, index: LessonIndex, task: str | dict[str, float]) -> np.ndarray:
         """Okapi BM25 of the task's distinct terms (or weighted terms) over every slot."""
-        query = {term: 1.0 for term in term_set(task)} if isinstance(task, str) else task
+        query = as_query(term_set(task) if isinstance(task, str) else task)
         rel = np.zeros(index.alive.n)
         n_docs = max(index.n_alive, 1)
         avgdl = max(index.total_len / n_docs, 1e-9)
@@ -280,9 +304,8 @@ class RelevanceScorer:
             if df == 0:
                 continue
             docs, tf = index.postings(term)  # type: ignore[misc]
-            idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-            norm = self.k1 * (1.0 - self.b + self.b * index.doc_len.values[docs] / avgdl)
-            rel[docs] += weight * idf * tf * (self.k1 + 1.0) / (tf + norm)
+            lengths = index.doc_len.values[docs]
+            rel[docs] += weight * term_scores(tf, lengths, avgdl, n_docs, df, self.k1, self.b)
         return rel
 
     def expand(self, index: LessonIndex, task: str, first: np.ndarray) -> dict[str, float]:
@@ -299,14 +322,19 @@ class RelevanceScorer:
             query[term] = self.fb_weight
         return query
 
-    def score(self, index: LessonIndex, task: str, now: float) -> Scored:
+    def score(
+        self, index: LessonIndex, task: str, now: float, excluded: np.ndarray | None = None
+    ) -> Scored:
         """Every part is worked out for the candidates alone (kept slots with a text
         match, a stack in common or a matching build-mate) and returned per candidate:
         on a large memory most slots are none of these, and arithmetic over every slot
-        would be most of the cost."""
+        would be most of the cost. ``excluded`` slots are never candidates: they take
+        no part in the feedback, the normalisation or the build-mates."""
         n = index.alive.n
         task_mask = tag_mask(stack_tags(infer_task_tags(task)))
-        keep, penalty, source_hit, content_hit = _layers(index, task_mask, stack_only=True)
+        keep, penalty, source_hit, content_hit = _layers(
+            index, task_mask, stack_only=True, excluded=excluded
+        )
         raw = first_pass = self.bm25(index, task)
         if task_mask:
             shares = (self.stacks(index) & np.uint64(task_mask)) != 0
@@ -340,6 +368,7 @@ class RelevanceScorer:
         relevance_c = (text_c + self.w_build * build[cand]) / (1.0 + self.w_build)
         pen_c = penalty[cand]
         score_c = (relevance_c * (1.0 + parts["adjust"]) + self.w_prior * parts["prior"]) / pen_c
+        score_c = score_c * parts["trust"]
         return Scored(
             score_c,
             score_c > 0,
@@ -386,6 +415,7 @@ class RelevanceScorer:
             "stack": agreement,
             "prior": prior,
             "adjust": adjust,
+            "trust": trust(index.confidence.values[slots]),
         }
 
     def stacks(self, index: LessonIndex) -> np.ndarray:
@@ -398,6 +428,11 @@ class RelevanceScorer:
         if not self.w_build:
             return np.zeros(len(text))
         return build_best(index, text)
+
+
+def trust(confidence: np.ndarray) -> np.ndarray:
+    """The factor a lesson's score is multiplied by for its stored confidence."""
+    return TRUST_FLOOR + (1.0 - TRUST_FLOOR) * np.minimum(1.0, confidence / TRUST_FULL)
 
 
 def top_slots(values: np.ndarray, k: int) -> list[int]:
@@ -432,6 +467,21 @@ SCORERS: dict[str, Scorer] = {
 """The scorers by name; builds use ``default``, the others are there to compare."""
 
 
+def excluded_slots(index: LessonIndex, exclude_tags: Collection[str]) -> np.ndarray | None:
+    """Per slot, whether its lesson carries one of ``exclude_tags`` (None when none are
+    given). The scorers drop these before scoring, so that a lesson recall may not
+    return shapes nothing of the others' scores: not the best BM25 the text relevance
+    is divided by, not the feedback terms, not a build-mate's relevance."""
+    if not exclude_tags:
+        return None
+    wanted = set(normalize_tags(list(exclude_tags))) | set(exclude_tags)
+    return np.fromiter(
+        (x is not None and not wanted.isdisjoint(x.tags) for x in index.slots),
+        dtype=bool,
+        count=index.alive.n,
+    )
+
+
 def recall(
     index: LessonIndex,
     task: str,
@@ -449,14 +499,9 @@ def recall(
     if limit <= 0 or index.n_alive == 0:
         return []
     now = time.time() if now is None else now
-    s = scorer.score(index, task, now)
+    s = scorer.score(index, task, now, excluded_slots(index, exclude_tags))
     slots = np.arange(len(s.score)) if s.slots is None else s.slots
     candidates = np.flatnonzero(s.keep)  # positions in the arrays of s
-    if exclude_tags:
-        excluded = set(exclude_tags)
-        candidates = np.array(
-            [j for j in candidates if excluded.isdisjoint(index.slots[slots[j]].tags)], dtype=int
-        )
     if len(candidates) > limit:
         part = np.argpartition(-s.score[candidates], limit - 1)[:limit]
         kth = s.score[candidates[part]].min()  # keep ties at the cut, then order by slot

@@ -17,9 +17,9 @@ the store. A write to a read-only memory file raises
 
 Reinforcement, as the seed has it: ``boost_confidence`` adds 0.1 (capped at 1)
 and one use to each lesson a successful build applied; ``penalize_backfired``
-takes 0.1 (floored at 0) from each applied lesson whose trigger terms mostly
-(more than half of them) appear in the error that followed; a lesson that this
-takes below the retirement floor is retired at once.
+takes 0.1 (floored at 0) from each applied lesson whose trigger terms mostly (more
+than half of them) appear in the error that followed, and counts one ``backfired``;
+a lesson that this takes below the retirement floor is retired at once.
 
 Consolidation (:mod:`memory.consolidate`): ``consolidate`` merges restatements
 through the dedup rule ``add`` uses and retires what keeps backfiring; ``retire``,
@@ -304,6 +304,7 @@ class MemoryStore:
             if not trigger or len(trigger & error_terms) / len(trigger) <= BACKFIRE_SHARE:
                 return False
             lesson.confidence = round(max(0.0, lesson.confidence - PENALTY), 6)
+            lesson.backfired += 1
             return True
 
         with self.file.lock:

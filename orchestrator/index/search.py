@@ -5,19 +5,19 @@ three times so a name outweighs a passing mention), its parent, signature, doc l
 path; a file's is its path's parts and doc line. Words are cut by
 :func:`memory.tokens.terms`, the same stems lesson search uses, plus the whole name
 lower-cased, so ``CodeIndex`` finds both ``code index`` and ``codeindex``. A hit whose
-name is the query itself ranks first.
+name is the query itself ranks first. The scoring is :class:`memory.bm25.Bm25`, the
+formula lesson recall and notes use.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 
+from memory.bm25 import Bm25
 from memory.tokens import terms
 from orchestrator.index.records import FileRecord, Hit, Symbol
 
-K1, B = 1.2, 0.75
 NAME_WEIGHT = 3
 EXACT_BONUS = 2.0
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -40,32 +40,23 @@ def file_terms(record: FileRecord) -> list[str]:
 
 
 class SearchIndex:
-    """Postings from term to documents, built once per loaded index."""
+    """BM25 postings over symbols and files, built once per loaded index."""
 
     def __init__(self, symbols: list[Symbol], files: list[FileRecord]):
         self.docs: list[Symbol | FileRecord] = [*symbols, *files]
-        self.postings: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        lengths = []
-        for i, doc in enumerate(self.docs):
-            counts = Counter(symbol_terms(doc) if isinstance(doc, Symbol) else file_terms(doc))
-            lengths.append(sum(counts.values()))
-            for term, tf in counts.items():
-                self.postings[term].append((i, tf))
-        self.lengths = lengths
-        self.average = (sum(lengths) / len(lengths)) if lengths else 1.0
+        self.bm25 = Bm25(
+            Counter(symbol_terms(doc) if isinstance(doc, Symbol) else file_terms(doc))
+            for doc in self.docs
+        )
 
     def search(self, query: str, limit: int = 10, path: str | None = None) -> list[Hit]:
-        scores: dict[int, float] = defaultdict(float)
         wanted = set(terms(name_words(query))) | {query.strip().lower()}
-        n = len(self.docs)
-        for term in wanted:
-            posting = self.postings.get(term, [])
-            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
-            for i, tf in posting:
-                norm = K1 * (1 - B + B * self.lengths[i] / self.average)
-                scores[i] += idf * tf * (K1 + 1) / (tf + norm)
         prefix = (path or "").removeprefix("./")
-        hits = [self._hit(i, s, query) for i, s in scores.items() if _under(self.docs[i], prefix)]
+        hits = [
+            self._hit(i, score, query)
+            for i, score in self.bm25.ranked(wanted)
+            if _under(self.docs[i], prefix)
+        ]
         hits.sort(key=lambda h: (-h.score, h.path, h.line))
         return hits[: max(limit, 0)]
 

@@ -673,8 +673,13 @@ class Builder:
         )
 
     def _reinforce(self) -> None:
+        """Boost what a passed build applied; penalise only on a failure of the build's own
+        making (a check that failed, a phase out of rounds). A stop for cost or time, an
+        interrupt, a model that could not be reached or an internal error says nothing
+        about the lessons, so it changes no confidence (:meth:`_failed_on_merits`)."""
         s = self.summary
-        if self.skills and s.status in ("passed", "failed"):
+        judged = s.status == "passed" or self._failed_on_merits()
+        if self.skills and judged:
             names = [skill.name for skill in self.skills]
             changed = self.learning.skill_outcome(names, s.status == "passed")
             self.emit("skills_reinforced", names=changed, passed=s.status == "passed")
@@ -685,9 +690,14 @@ class Builder:
         if s.status == "passed":
             s.lessons_boosted = self.learning.boost(applied)
             self.emit("lessons_boosted", ids=s.lessons_boosted)
-        elif self.failure:
+        elif judged and self.failure:
             s.lessons_penalised = self.learning.penalize(applied, self.failure)
             self.emit("lessons_penalised", ids=s.lessons_penalised, error=self.failure[:500])
+
+    def _failed_on_merits(self) -> bool:
+        """Whether the build failed because its last phase did (not a stop or an error)."""
+        s = self.summary
+        return s.status == "failed" and bool(s.phases) and s.phases[-1].outcome != "error"
 
     def _tags(self) -> list[str]:
         try:

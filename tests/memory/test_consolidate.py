@@ -50,7 +50,7 @@ def test_a_used_lesson_penalised_below_the_floor_is_retired_not_deleted(store, h
 
 def test_a_young_lesson_is_not_retired_for_a_low_confidence(store):
     young = store.save(
-        Lesson(type="error_pattern", trigger=ERROR, fix="retry", confidence=0.1, used=2)
+        Lesson(type="error_pattern", trigger=ERROR, fix="retry", confidence=0.1, used=1)
     )
     store.penalize_backfired([young.id], ERROR)
     assert store.get(young.id).confidence == 0.0 and store.retired() == []
