@@ -1,0 +1,100 @@
+"""``cadillac memory``: which scope a note command acts on, and lessons named by id prefix.
+
+Without ``--global``, ``forget`` and ``edit`` touch the home scope only (issue 22 item 3);
+``show``, ``forget`` and ``restore`` take a lesson's id or a unique prefix of it, in any
+case, as git takes commits, and say where a merged-away or retired lesson went.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memory import Lesson, MemoryStore
+from tests.orchestrator.cli.test_bad_input_memory import snapshot
+from tests.support import one_error_line, run
+
+
+def _global_note(capsys, home: Path, name: str = "style") -> Path:
+    code, _, _ = run(capsys, "memory", "remember", "tabs, never spaces", "--name", name, "--global")
+    assert code == 0
+    (home / "notes").mkdir(exist_ok=True)
+    return home.parent / "global" / "notes" / f"{name}.md"
+
+
+def test_forget_without_global_leaves_the_global_note_and_says_so(capsys, home):
+    note = _global_note(capsys, home)
+    before = snapshot(home.parent)
+    for argv in (("forget", "style"), ("forget", "style", "--note")):
+        code, out, err = run(capsys, "memory", *argv)
+        line = one_error_line(err)
+        assert code == 1 and out == "", argv
+        assert "no note named 'style' in the home scope" in line and "with --global" in line
+    assert note.is_file() and snapshot(home.parent) == before
+    code, out, _ = run(capsys, "memory", "forget", "style", "--global")
+    assert code == 0 and "global scope" in out and not note.exists()
+
+
+def test_edit_without_global_leaves_the_global_note_and_says_so(
+    capsys, home, tmp_path, monkeypatch
+):
+    note = _global_note(capsys, home)
+    editor = tmp_path / "editor.sh"
+    editor.write_text("#!/bin/sh\nsed -i 's/tabs/spaces/' \"$1\"\n")
+    editor.chmod(0o755)
+    monkeypatch.setenv("VISUAL", str(editor))
+    code, out, err = run(capsys, "memory", "edit", "style")
+    line = one_error_line(err)
+    assert code == 1 and "in the home scope" in line and "edit it with --global" in line
+    assert "tabs" in note.read_text()
+    code, out, _ = run(capsys, "memory", "edit", "style", "--global")
+    assert code == 0 and out == "saved note style (global scope)\n"
+    assert "spaces" in note.read_text()
+
+
+def _lessons(home: Path, *ids: str) -> None:
+    lessons = [
+        Lesson(id=i, type="error_pattern", trigger=f"trigger number {n}", fix=f"fix {n}")
+        for n, i in enumerate(ids)
+    ]
+    MemoryStore(home / "memory.jsonl").put_many(lessons)
+
+
+def test_a_lesson_is_named_by_a_unique_prefix_in_any_case(capsys, home):
+    _lessons(home, "abc12345", "abd67890", "ffff0000")
+    code, out, err = run(capsys, "memory", "show", "ABC", "--json")
+    assert code == 0 and '"id": "abc12345"' in out, err
+    code, out, err = run(capsys, "memory", "show", "ab")
+    line = one_error_line(err)
+    assert code == 2 and "ambiguous" in line and "abc12345" in line and "abd67890" in line
+    code, out, err = run(capsys, "memory", "forget", "FfF")
+    assert code == 0 and out.startswith("forgot ffff0000: "), err
+    code, out, err = run(capsys, "memory", "forget", "ab")
+    assert code == 2 and "ambiguous" in one_error_line(err)
+    assert [x.id for x in MemoryStore(home / "memory.jsonl").all()] == ["abc12345", "abd67890"]
+
+
+def test_restore_takes_a_prefix_of_a_retired_lesson(capsys, home):
+    _lessons(home, "abc12345", "abd67890")
+    MemoryStore(home / "memory.jsonl").retire(["abc12345", "abd67890"], "by hand")
+    code, _, err = run(capsys, "memory", "restore", "a")
+    line = one_error_line(err)
+    assert code == 2 and "abc12345" in line and "abd67890" in line
+    code, out, err = run(capsys, "memory", "restore", "ABD6")
+    assert code == 0 and out.startswith("restored abd67890"), err
+
+
+def test_show_of_a_merged_or_retired_lesson_says_where_it_went(capsys, home):
+    store = MemoryStore(home / "memory.jsonl")
+    same = {"type": "error_pattern", "trigger": "flask route returns 500", "fix": "check it"}
+    store.put_many([Lesson(id="aaaa1111", **same), Lesson(id="bbbb2222", **same)])
+    report = store.consolidate()
+    assert report.merged == [("aaaa1111", ["bbbb2222"])]
+    code, out, err = run(capsys, "memory", "show", "bbbb2222")
+    line = one_error_line(err)
+    assert code == 1 and "lesson bbbb2222 was merged into aaaa1111" in line, line
+    assert "cadillac memory show aaaa1111" in line
+    store.retire(["aaaa1111"], "by hand")
+    code, out, err = run(capsys, "memory", "show", "aaaa")
+    line = one_error_line(err)
+    assert code == 1 and "lesson aaaa1111 is retired" in line
+    assert "cadillac memory restore aaaa1111" in line
