@@ -23,7 +23,13 @@ What this module decides, and why:
   stored with other content replaces it, the same content is left as it is. Lessons are
   written through the store's own file (its lock and atomic rewrite), never merged by
   dedup: an export of a store that holds near-duplicates imports to that same store.
-  Notes are saved through :class:`memory.notes.NoteFolder` with their times kept. A bad
+  Notes are saved through :class:`memory.notes.NoteFolder` with their times kept, all of
+  them into the home scope: the exporter's global notes are not the importer's (a home
+  note of the export shadows a global one of its name, which is then left out and
+  said). Only when asked (``--global``) does each note go back to the scope it was
+  exported from, global ones into the global scope. A note replaced is first
+  copied, as it was, to ``<notes folder>.replaced/`` (as merged-away lessons are kept in
+  ``memory.jsonl.merged.jsonl``), and the report names it and the copy. A bad
   file (a symlink, a FIFO, too large, bad YAML, an invalid field) is reported as
   ``path: why`` and skipped; the rest is imported.
 """
@@ -78,10 +84,27 @@ class Counts(BaseModel):
         return f"{self.added} added, {self.replaced} replaced, {self.unchanged} unchanged"
 
 
+class ReplacedNote(BaseModel):
+    """A note an import replaced, and where the replaced one was kept."""
+
+    name: str
+    scope: str
+    kept: str | None
+    """The copy of the replaced file (None: it was a symlink or FIFO, not copied)."""
+
+    def said(self) -> str:
+        where = f"the old one is kept in {self.kept}" if self.kept else "it was no regular file"
+        return f"replaced note {self.name} ({self.scope} scope): {where}"
+
+
 class ImportReport(BaseModel):
     src: str
     lessons: Counts = Counts()
     notes: Counts = Counts()
+    scopes: list[str] = ["home"]
+    """The scopes the notes went into."""
+    replaced: list[ReplacedNote] = []
+    """The notes replaced, each with where the old one is kept."""
     problems: list[str] = []
     """Files skipped, each ``path: why``."""
     notices: list[str] = []
@@ -91,7 +114,8 @@ class ImportReport(BaseModel):
         skipped = f"; {len(self.problems)} file(s) skipped" if self.problems else ""
         return (
             f"imported from {self.src}: lessons {self.lessons.said()};"
-            f" notes {self.notes.said()}{skipped}"
+            f" notes {self.notes.said()} (into the {' and '.join(self.scopes)} scope)"
+            f"{skipped}"
         )
 
 
@@ -248,33 +272,76 @@ def _import_lessons(store: MemoryStore, lessons: list[Lesson], counts: Counts) -
     counts.unchanged += unchanged
 
 
-def _import_notes(notebook: Notebook, src: Path, report: ImportReport) -> None:
+def _notes_of_export(src: Path, report: ImportReport, one_scope: bool) -> list[Note]:
+    """The notes of an export, both of its scopes, each with the scope it was exported
+    from. Going into ``one_scope``, a home note comes first and a global one of the same
+    name is left out (it was shadowed where it was exported), said in ``notices``."""
+    found: dict[tuple[str, str], tuple[Path, Note]] = {}
     for scope in SCOPES:
         path = src / "notes" / scope
         if not os.path.lexists(path):
             continue
         source = NoteFolder(path, scope)
         try:
-            target = notebook.folder(scope)
             notes = source.all()
         except BadNote as exc:
             report.problems.append(f"{path}: {exc}")
             continue
         report.problems += source.problems
         for note in notes:
-            existing = target.get(note.name)
-            if existing is not None and existing.text() == note.text():
-                report.notes.unchanged += 1
+            file, key = (
+                path / f"{note.name}.md",
+                ("", note.name) if one_scope else (scope, note.name),
+            )
+            if key in found:
+                report.notices.append(f"{file}: not imported: {found[key][0]} has the same name")
                 continue
-            target.save(note, touch=False)
-            if existing is None:
-                report.notes.added += 1
-            else:
-                report.notes.replaced += 1
+            found[key] = (file, note)
+    return [note for _, note in found.values()]
 
 
-def import_markdown(store: MemoryStore, notebook: Notebook | None, src: Path) -> ImportReport:
-    """Read an export (or a folder laid out like one) into the store and the notebook."""
+def _import_notes(notebook: Notebook, src: Path, scope: str | None, report: ImportReport) -> None:
+    """The export's notes into ``scope`` (None: each into the scope it was exported from);
+    a note replaced is copied first, beside the notes (:meth:`NoteFolder.keep_replaced`)."""
+    report.scopes = []
+    for note in _notes_of_export(src, report, one_scope=scope is not None):
+        into = scope or note.scope
+        try:
+            target = notebook.folder(into)
+            check_folder(target.path)
+        except BadNote as exc:
+            report.problems.append(f"{src / 'notes' / note.scope / note.name}.md: {exc}")
+            continue
+        if into not in report.scopes:
+            report.scopes.append(into)
+        _import_note(target, note.model_copy(update={"scope": into}), report)
+
+
+def _import_note(target: NoteFolder, note: Note, report: ImportReport) -> None:
+    existing = target.get(note.name)
+    if existing is not None and existing.text() == note.text():
+        report.notes.unchanged += 1
+        return
+    kept = None
+    if os.path.lexists(target.path / f"{note.name}.md"):
+        try:
+            kept = str(target.keep_replaced(note.name))
+        except BadNote:  # a symlink or FIFO: replaced, never followed or read
+            kept = None
+    target.save(note, touch=False)
+    if kept is None and existing is None:
+        report.notes.added += 1
+    else:
+        report.notes.replaced += 1
+        report.replaced.append(ReplacedNote(name=note.name, scope=target.scope, kept=kept))
+
+
+def import_markdown(
+    store: MemoryStore, notebook: Notebook | None, src: Path, scope: str | None = "home"
+) -> ImportReport:
+    """Read an export (or a folder laid out like one) into the store, and its notes (of
+    both of its scopes) into the notebook's ``scope``; None: each note into the scope
+    it was exported from (``memory import --global``)."""
     src = Path(src)
     if not src.is_dir():
         raise BadNote(f"{src} is not a folder")
@@ -284,7 +351,7 @@ def import_markdown(store: MemoryStore, notebook: Notebook | None, src: Path) ->
     report = ImportReport(src=str(src))
     _import_lessons(store, _lesson_files(src, report), report.lessons)
     if notebook is not None:
-        _import_notes(notebook, src, report)
+        _import_notes(notebook, src, scope, report)
     elif any((src / "notes").glob("*/*.md")):
         report.problems.append(f"{src / 'notes'}: skipped (no notes folder to import into)")
     return report

@@ -395,6 +395,27 @@ class NoteFolder:
             self._write_catalog()
         return stored
 
+    @property
+    def replaced_path(self) -> Path:
+        """``<folder>.replaced/``, beside the folder: the notes an import replaced."""
+        return self.path.with_name(f"{self.path.name}.replaced")
+
+    def keep_replaced(self, name: str) -> Path:
+        """Copy the note file of that name, as it is, to :attr:`replaced_path` (as
+        ``<name>.<UTC time>.md``) before something replaces it; returns the copy's path.
+        BadNote when there is no regular file to copy (a symlink is replaced, never read)."""
+        data = read_capped(self.path / f"{check_name(name)}.md")
+        folder = self.replaced_path
+        check_folder(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        path, n = folder / f"{name}.{stamp}.md", 1
+        while os.path.lexists(path):
+            n += 1
+            path = folder / f"{name}.{stamp}.{n}.md"
+        replace_file(path, data)
+        return path
+
     def append(self, name: str, text: str, **defaults: Any) -> Note:
         """Add ``text`` to the note's body (a new paragraph); creates the note when missing."""
         check_name(name)

@@ -113,6 +113,12 @@ def add_parsers(commands) -> None:
 
     p = command(sub, "import", "read a markdown export back", run=memory_import)
     p.add_argument("src", type=folder, metavar="DIR")
+    p.add_argument(
+        "--global",
+        dest="global_",
+        action="store_true",
+        help="the export's global notes into the global scope (default: all into the home's)",
+    )
     p.add_argument("--json", action="store_true")
 
     p = command(sub, "recall", "the lessons a build of TASK would see", run=memory_recall)
@@ -554,7 +560,9 @@ def memory_import(args: argparse.Namespace) -> int:
 
     home, store = _store(args, write=True, create=True)
     with notes.NoteErrors():
-        report = import_markdown(store, notes.notebook_of(home), Path(args.src).absolute())
+        scope = None if args.global_ else "home"  # --global: each note to its own scope
+        src = Path(args.src).absolute()
+        report = import_markdown(store, notes.notebook_of(home), src, scope)
     if args.json:
         output.print_json(report.model_dump(mode="json"))
         return 0
@@ -563,6 +571,8 @@ def memory_import(args: argparse.Namespace) -> int:
     for notice in report.notices:
         output.warn(notice)
     output.line(report.headline())
+    for replaced in report.replaced:
+        output.line(f"  {replaced.said()}")
     return 0
 
 

@@ -98,3 +98,63 @@ def test_show_of_a_merged_or_retired_lesson_says_where_it_went(capsys, home):
     line = one_error_line(err)
     assert code == 1 and "lesson aaaa1111 is retired" in line
     assert "cadillac memory restore aaaa1111" in line
+
+
+def _teammates_export(tmp_path: Path, style: str = "two spaces") -> Path:
+    """An export made elsewhere: a global note 'style' and a home note 'db'."""
+    from memory.markdown import export_markdown
+    from memory.notes import Notebook, new_note
+
+    mate = tmp_path / "teammate"
+    book = Notebook(mate / "notes", mate / "global-notes")
+    for text, name, scope in ((style, "style", "global"), ("postgres 16", "db", "home")):
+        note = new_note(text, name=name, scope=scope).model_copy(update={"created": 1.0})
+        book.folder(scope).save(note.model_copy(update={"updated": 1.0}), touch=False)
+    out = tmp_path / f"export-{len(style)}"
+    export_markdown(MemoryStore(mate / "memory.jsonl"), book, out)
+    return out
+
+
+def test_import_puts_notes_in_the_home_scope_and_keeps_what_it_replaces(capsys, home, tmp_path):
+    mine = _global_note(capsys, home)
+    kept_global = mine.read_bytes()
+    code, out, err = run(capsys, "memory", "import", str(_teammates_export(tmp_path)))
+    assert code == 0 and err == "", err
+    assert "notes 2 added, 0 replaced, 0 unchanged (into the home scope)" in out
+    assert mine.read_bytes() == kept_global  # the importer's global note is untouched
+    assert "two spaces" in (home / "notes" / "style.md").read_text()
+    old_home = (home / "notes" / "style.md").read_bytes()
+
+    code, out, err = run(capsys, "memory", "import", str(_teammates_export(tmp_path, "four")))
+    assert code == 0 and err == "", err
+    lines = out.splitlines()
+    assert "notes 0 added, 1 replaced, 1 unchanged (into the home scope)" in lines[0]
+    assert lines[1].startswith("  replaced note style (home scope): the old one is kept in ")
+    copy = Path(lines[1].rsplit(" kept in ", 1)[1])
+    assert copy.parent == home / "notes.replaced" and copy.read_bytes() == old_home
+    assert "four" in (home / "notes" / "style.md").read_text()
+    assert mine.read_bytes() == kept_global
+
+
+def test_import_with_global_replaces_a_global_note_only_after_keeping_it(capsys, home, tmp_path):
+    mine = _global_note(capsys, home)
+    old = mine.read_bytes()
+    code, out, err = run(capsys, "memory", "import", str(_teammates_export(tmp_path)), "--global")
+    assert code == 0 and err == "", err
+    assert "notes 1 added, 1 replaced, 0 unchanged (into the home and global scope)" in out
+    line = out.splitlines()[1]
+    assert line.startswith("  replaced note style (global scope): the old one is kept in ")
+    copy = Path(line.rsplit(" kept in ", 1)[1])
+    assert copy.parent == mine.parent.with_name("notes.replaced") and copy.read_bytes() == old
+    assert "two spaces" in mine.read_text() and (home / "notes" / "db.md").is_file()
+
+
+def test_import_of_an_export_with_a_name_in_both_scopes_takes_the_home_note(capsys, home, tmp_path):
+    src = _teammates_export(tmp_path)
+    (src / "notes" / "home" / "style.md").write_text(
+        (src / "notes" / "global" / "style.md").read_text().replace("two spaces", "tabs")
+    )
+    code, out, err = run(capsys, "memory", "import", str(src))
+    assert code == 0 and "notes 2 added" in out
+    assert "notes/global/style.md: not imported" in err
+    assert "tabs" in (home / "notes" / "style.md").read_text()
