@@ -58,6 +58,14 @@ def tag_list(value: str) -> list[str]:
     return csv(utf8(value))
 
 
+def one_tag(value: str) -> str:
+    """An argparse type: one tag (blank is a mistake, not "any tag")."""
+    value = utf8(value).strip()
+    if not value:
+        raise argparse.ArgumentTypeError("is empty: give a tag, e.g. flask (or leave it out)")
+    return value
+
+
 def lesson_id(value: str) -> str:
     """An argparse type: a lesson id as ``memory list`` shows it (blank is a mistake)."""
     value = utf8(value).strip()
@@ -75,7 +83,7 @@ def add_parsers(commands) -> None:
 
     p = command(sub, "list", "list lessons", run=memory_list)
     p.add_argument("--type", choices=LESSON_TYPES)
-    p.add_argument("--tag", type=utf8, help="only lessons with this tag")
+    p.add_argument("--tag", type=one_tag, help="only lessons with this tag")
     p.add_argument("--polarity", choices=("do", "dont"))
     p.add_argument("--limit", type=positive, help="show at most N lessons")
     p.add_argument("--retired", action="store_true", help="the retired lessons instead")
