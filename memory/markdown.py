@@ -20,7 +20,9 @@ What this module decides, and why:
   is there), whose lesson and note files it replaces (a forgotten lesson's file goes);
   anything else in that folder is left alone.
 * An import never loses what is stored: a lesson whose id is new is added, one whose id is
-  stored with other content replaces it, the same content is left as it is. Lessons are
+  stored with other content replaces it (the stored one is first appended to
+  ``memory.jsonl.replaced.jsonl`` with ``replaced_at`` and ``replaced_by``, and the report
+  names it), the same content is left as it is. Lessons are
   written through the store's own file (its lock and atomic rewrite), never merged by
   dedup: an export of a store that holds near-duplicates imports to that same store.
   Notes are saved through :class:`memory.notes.NoteFolder` with their times kept, all of
@@ -38,10 +40,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from memory.consolidate import append_durably, side_path, stamped
+from memory.jsonl import JsonlFile
 from memory.lesson import Lesson
 from memory.notes import (
     BadNote,
@@ -54,7 +59,7 @@ from memory.notes import (
     read_capped,
     write_atomic,
 )
-from memory.store import MemoryStore
+from memory.store import MemoryStore, cleaned
 
 MARKER = ".cadillac-export"
 FORMAT = "cadillac-markdown"
@@ -101,10 +106,13 @@ class ImportReport(BaseModel):
     src: str
     lessons: Counts = Counts()
     notes: Counts = Counts()
-    scopes: list[str] = ["home"]
-    """The scopes the notes went into."""
+    scope: str | None = "home"
+    """The scope the notes went into; None: each into the scope it was exported from."""
     replaced: list[ReplacedNote] = []
     """The notes replaced, each with where the old one is kept."""
+    replaced_lessons: list[str] = []
+    """The ids of the lessons replaced, whose old versions are kept in ``lessons_kept``."""
+    lessons_kept: str = ""
     problems: list[str] = []
     """Files skipped, each ``path: why``."""
     notices: list[str] = []
@@ -112,9 +120,10 @@ class ImportReport(BaseModel):
 
     def headline(self) -> str:
         skipped = f"; {len(self.problems)} file(s) skipped" if self.problems else ""
+        into = f"into the {self.scope} scope" if self.scope else "each into its exported scope"
         return (
             f"imported from {self.src}: lessons {self.lessons.said()};"
-            f" notes {self.notes.said()} (into the {' and '.join(self.scopes)} scope)"
+            f" notes {self.notes.said()} ({into})"
             f"{skipped}"
         )
 
@@ -264,12 +273,28 @@ def _text(path: Path) -> str:
         raise BadNote("not valid UTF-8 text") from None
 
 
-def _import_lessons(store: MemoryStore, lessons: list[Lesson], counts: Counts) -> None:
-    """Add or replace by id, without dedup, in one atomic rewrite (the store's put_many)."""
-    added, replaced, unchanged = store.put_many(lessons)
-    counts.added += added
-    counts.replaced += replaced
-    counts.unchanged += unchanged
+def _import_lessons(store: MemoryStore, lessons: list[Lesson], report: ImportReport) -> None:
+    """Add or replace by id, without dedup, in one atomic rewrite (the store's put_many);
+    a lesson replaced is first kept in ``memory.jsonl.replaced.jsonl``, and named."""
+    with store.file.lock:  # put_many takes it again: nothing changes in between
+        stored = {lesson.id: lesson for lesson in store.all()}
+        old = [
+            stored[x.id]
+            for x in lessons
+            if x.id in stored and stored[x.id].model_dump_json() != cleaned(x).model_dump_json()
+        ]
+        if old:
+            kept = JsonlFile(side_path(store.file, "replaced"), Lesson)
+            now = time.time()
+            append_durably(
+                kept, [stamped(x, replaced_at=now, replaced_by=str(report.src)) for x in old]
+            )
+            report.replaced_lessons = [x.id for x in old]
+            report.lessons_kept = str(kept.path)
+        added, replaced, unchanged = store.put_many(lessons)
+    report.lessons.added += added
+    report.lessons.replaced += replaced
+    report.lessons.unchanged += unchanged
 
 
 def _notes_of_export(src: Path, report: ImportReport, one_scope: bool) -> list[Note]:
@@ -303,7 +328,7 @@ def _notes_of_export(src: Path, report: ImportReport, one_scope: bool) -> list[N
 def _import_notes(notebook: Notebook, src: Path, scope: str | None, report: ImportReport) -> None:
     """The export's notes into ``scope`` (None: each into the scope it was exported from);
     a note replaced is copied first, beside the notes (:meth:`NoteFolder.keep_replaced`)."""
-    report.scopes = []
+    report.scope = scope
     for note in _notes_of_export(src, report, one_scope=scope is not None):
         into = scope or note.scope
         try:
@@ -312,8 +337,6 @@ def _import_notes(notebook: Notebook, src: Path, scope: str | None, report: Impo
         except BadNote as exc:
             report.problems.append(f"{src / 'notes' / note.scope / note.name}.md: {exc}")
             continue
-        if into not in report.scopes:
-            report.scopes.append(into)
         _import_note(target, note.model_copy(update={"scope": into}), report)
 
 
@@ -349,7 +372,7 @@ def import_markdown(
         raise BadNote(f"{src} has no lessons/ or notes/ folder: not a markdown export")
     check_folder(src)
     report = ImportReport(src=str(src))
-    _import_lessons(store, _lesson_files(src, report), report.lessons)
+    _import_lessons(store, _lesson_files(src, report), report)
     if notebook is not None:
         _import_notes(notebook, src, scope, report)
     elif any((src / "notes").glob("*/*.md")):

@@ -21,6 +21,14 @@ what this module decides is how a command line meets it:
   the new wording instead.
 * ``memory`` with an option but no command (``memory --limit 2``) says to name the
   command first, instead of argparse's "invalid choice: '2'".
+* A lesson is named by its id or a unique prefix of it, in any case, as git names
+  commits (:func:`memory.store.named_by`), in ``show``, ``forget`` and ``restore``; a
+  prefix that begins several ids is a usage error listing them. An id that names no
+  lesson says where the lesson went when it went somewhere: merged into another (by a
+  consolidation: which one), or retired.
+* ``import`` puts the notes into the home scope (``--global``: each back into the
+  scope it was exported from) and names every note and lesson it replaced, and where
+  the replaced one is kept (:mod:`memory.markdown`).
 """
 
 from __future__ import annotations
@@ -579,6 +587,13 @@ def memory_import(args: argparse.Namespace) -> int:
     for notice in report.notices:
         output.warn(notice)
     output.line(report.headline())
+    if report.replaced_lessons:
+        ids = report.replaced_lessons
+        more = f" and {len(ids) - 10} more" if len(ids) > 10 else ""
+        output.line(
+            f"  replaced lesson(s) {', '.join(ids[:10])}{more}:"
+            f" the old ones are kept in {report.lessons_kept}"
+        )
     for replaced in report.replaced:
         output.line(f"  {replaced.said()}")
     return 0

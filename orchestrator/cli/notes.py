@@ -5,6 +5,8 @@ Notes are the markdown memories a person tells cadillac (:mod:`memory.notes`), i
 home scope and a global one. This module decides how a command line meets them:
 
 * a command about the global scope alone (``--global``) needs no home, and names none;
+* without ``--global``, ``forget`` and ``edit`` act on the home scope only: a name only
+  the global scope has is one error line saying to give ``--global``, nothing changed;
 * ``remember`` creates a missing home, like ``memory add``; the other commands create
   nothing;
 * a bad note file, a missing note or a refused folder is one error line

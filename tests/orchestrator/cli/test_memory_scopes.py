@@ -141,7 +141,7 @@ def test_import_with_global_replaces_a_global_note_only_after_keeping_it(capsys,
     old = mine.read_bytes()
     code, out, err = run(capsys, "memory", "import", str(_teammates_export(tmp_path)), "--global")
     assert code == 0 and err == "", err
-    assert "notes 1 added, 1 replaced, 0 unchanged (into the home and global scope)" in out
+    assert "notes 1 added, 1 replaced, 0 unchanged (each into its exported scope)" in out
     line = out.splitlines()[1]
     assert line.startswith("  replaced note style (global scope): the old one is kept in ")
     copy = Path(line.rsplit(" kept in ", 1)[1])
@@ -158,3 +158,20 @@ def test_import_of_an_export_with_a_name_in_both_scopes_takes_the_home_note(caps
     assert code == 0 and "notes 2 added" in out
     assert "notes/global/style.md: not imported" in err
     assert "tabs" in (home / "notes" / "style.md").read_text()
+
+
+def test_import_names_each_lesson_it_replaces_and_keeps_the_old_one(capsys, home, tmp_path):
+    import json
+
+    _lessons(home, "abc12345")
+    run(capsys, "memory", "export", "--markdown", str(tmp_path / "x"))
+    path = tmp_path / "x" / "lessons" / "abc12345.md"
+    path.write_text(path.read_text().replace("fix: fix 0", "fix: a better fix"))
+    code, out, err = run(capsys, "memory", "import", str(tmp_path / "x"))
+    assert code == 0 and "lessons 0 added, 1 replaced" in out, err
+    assert "(into the home scope)" in out
+    kept = home / "memory.jsonl.replaced.jsonl"
+    assert f"replaced lesson(s) abc12345: the old ones are kept in {kept}" in out
+    (old,) = [json.loads(line) for line in kept.read_text().splitlines()]
+    assert old["id"] == "abc12345" and old["fix"] == "fix 0" and "replaced_at" in old
+    assert MemoryStore(home / "memory.jsonl").get("abc12345").fix == "a better fix"
