@@ -20,10 +20,18 @@ What this module decides, and why:
   is there), whose lesson and note files it replaces (a forgotten lesson's file goes);
   anything else in that folder is left alone.
 * An import never loses what is stored: a lesson whose id is new is added, one whose id is
-  stored with other content replaces it, the same content is left as it is. Lessons are
+  stored with other content replaces it (the stored one is first appended to
+  ``memory.jsonl.replaced.jsonl`` with ``replaced_at`` and ``replaced_by``, and the report
+  names it), the same content is left as it is. Lessons are
   written through the store's own file (its lock and atomic rewrite), never merged by
   dedup: an export of a store that holds near-duplicates imports to that same store.
-  Notes are saved through :class:`memory.notes.NoteFolder` with their times kept. A bad
+  Notes are saved through :class:`memory.notes.NoteFolder` with their times kept, all of
+  them into the home scope: the exporter's global notes are not the importer's (a home
+  note of the export shadows a global one of its name, which is then left out and
+  said). Only when asked (``--global``) does each note go back to the scope it was
+  exported from, global ones into the global scope. A note replaced is first
+  copied, as it was, to ``<notes folder>.replaced/`` (as merged-away lessons are kept in
+  ``memory.jsonl.merged.jsonl``), and the report names it and the copy. A bad
   file (a symlink, a FIFO, too large, bad YAML, an invalid field) is reported as
   ``path: why`` and skipped; the rest is imported.
 """
@@ -32,10 +40,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from memory.consolidate import append_durably, side_path, stamped
+from memory.jsonl import JsonlFile
 from memory.lesson import Lesson
 from memory.notes import (
     BadNote,
@@ -48,7 +59,7 @@ from memory.notes import (
     read_capped,
     write_atomic,
 )
-from memory.store import MemoryStore
+from memory.store import MemoryStore, cleaned
 
 MARKER = ".cadillac-export"
 FORMAT = "cadillac-markdown"
@@ -78,10 +89,30 @@ class Counts(BaseModel):
         return f"{self.added} added, {self.replaced} replaced, {self.unchanged} unchanged"
 
 
+class ReplacedNote(BaseModel):
+    """A note an import replaced, and where the replaced one was kept."""
+
+    name: str
+    scope: str
+    kept: str | None
+    """The copy of the replaced file (None: it was a symlink or FIFO, not copied)."""
+
+    def said(self) -> str:
+        where = f"the old one is kept in {self.kept}" if self.kept else "it was no regular file"
+        return f"replaced note {self.name} ({self.scope} scope): {where}"
+
+
 class ImportReport(BaseModel):
     src: str
     lessons: Counts = Counts()
     notes: Counts = Counts()
+    scope: str | None = "home"
+    """The scope the notes went into; None: each into the scope it was exported from."""
+    replaced: list[ReplacedNote] = []
+    """The notes replaced, each with where the old one is kept."""
+    replaced_lessons: list[str] = []
+    """The ids of the lessons replaced, whose old versions are kept in ``lessons_kept``."""
+    lessons_kept: str = ""
     problems: list[str] = []
     """Files skipped, each ``path: why``."""
     notices: list[str] = []
@@ -89,9 +120,11 @@ class ImportReport(BaseModel):
 
     def headline(self) -> str:
         skipped = f"; {len(self.problems)} file(s) skipped" if self.problems else ""
+        into = f"into the {self.scope} scope" if self.scope else "each into its exported scope"
         return (
             f"imported from {self.src}: lessons {self.lessons.said()};"
-            f" notes {self.notes.said()}{skipped}"
+            f" notes {self.notes.said()} ({into})"
+            f"{skipped}"
         )
 
 
@@ -240,41 +273,98 @@ def _text(path: Path) -> str:
         raise BadNote("not valid UTF-8 text") from None
 
 
-def _import_lessons(store: MemoryStore, lessons: list[Lesson], counts: Counts) -> None:
-    """Add or replace by id, without dedup, in one atomic rewrite (the store's put_many)."""
-    added, replaced, unchanged = store.put_many(lessons)
-    counts.added += added
-    counts.replaced += replaced
-    counts.unchanged += unchanged
+def _import_lessons(store: MemoryStore, lessons: list[Lesson], report: ImportReport) -> None:
+    """Add or replace by id, without dedup, in one atomic rewrite (the store's put_many);
+    a lesson replaced is first kept in ``memory.jsonl.replaced.jsonl``, and named."""
+    with store.file.lock:  # put_many takes it again: nothing changes in between
+        stored = {lesson.id: lesson for lesson in store.all()}
+        old = [
+            stored[x.id]
+            for x in lessons
+            if x.id in stored and stored[x.id].model_dump_json() != cleaned(x).model_dump_json()
+        ]
+        if old:
+            kept = JsonlFile(side_path(store.file, "replaced"), Lesson)
+            now = time.time()
+            append_durably(
+                kept, [stamped(x, replaced_at=now, replaced_by=str(report.src)) for x in old]
+            )
+            report.replaced_lessons = [x.id for x in old]
+            report.lessons_kept = str(kept.path)
+        added, replaced, unchanged = store.put_many(lessons)
+    report.lessons.added += added
+    report.lessons.replaced += replaced
+    report.lessons.unchanged += unchanged
 
 
-def _import_notes(notebook: Notebook, src: Path, report: ImportReport) -> None:
+def _notes_of_export(src: Path, report: ImportReport, one_scope: bool) -> list[Note]:
+    """The notes of an export, both of its scopes, each with the scope it was exported
+    from. Going into ``one_scope``, a home note comes first and a global one of the same
+    name is left out (it was shadowed where it was exported), said in ``notices``."""
+    found: dict[tuple[str, str], tuple[Path, Note]] = {}
     for scope in SCOPES:
         path = src / "notes" / scope
         if not os.path.lexists(path):
             continue
         source = NoteFolder(path, scope)
         try:
-            target = notebook.folder(scope)
             notes = source.all()
         except BadNote as exc:
             report.problems.append(f"{path}: {exc}")
             continue
         report.problems += source.problems
         for note in notes:
-            existing = target.get(note.name)
-            if existing is not None and existing.text() == note.text():
-                report.notes.unchanged += 1
+            file, key = (
+                path / f"{note.name}.md",
+                ("", note.name) if one_scope else (scope, note.name),
+            )
+            if key in found:
+                report.notices.append(f"{file}: not imported: {found[key][0]} has the same name")
                 continue
-            target.save(note, touch=False)
-            if existing is None:
-                report.notes.added += 1
-            else:
-                report.notes.replaced += 1
+            found[key] = (file, note)
+    return [note for _, note in found.values()]
 
 
-def import_markdown(store: MemoryStore, notebook: Notebook | None, src: Path) -> ImportReport:
-    """Read an export (or a folder laid out like one) into the store and the notebook."""
+def _import_notes(notebook: Notebook, src: Path, scope: str | None, report: ImportReport) -> None:
+    """The export's notes into ``scope`` (None: each into the scope it was exported from);
+    a note replaced is copied first, beside the notes (:meth:`NoteFolder.keep_replaced`)."""
+    report.scope = scope
+    for note in _notes_of_export(src, report, one_scope=scope is not None):
+        into = scope or note.scope
+        try:
+            target = notebook.folder(into)
+            check_folder(target.path)
+        except BadNote as exc:
+            report.problems.append(f"{src / 'notes' / note.scope / note.name}.md: {exc}")
+            continue
+        _import_note(target, note.model_copy(update={"scope": into}), report)
+
+
+def _import_note(target: NoteFolder, note: Note, report: ImportReport) -> None:
+    existing = target.get(note.name)
+    if existing is not None and existing.text() == note.text():
+        report.notes.unchanged += 1
+        return
+    kept = None
+    if os.path.lexists(target.path / f"{note.name}.md"):
+        try:
+            kept = str(target.keep_replaced(note.name))
+        except BadNote:  # a symlink or FIFO: replaced, never followed or read
+            kept = None
+    target.save(note, touch=False)
+    if kept is None and existing is None:
+        report.notes.added += 1
+    else:
+        report.notes.replaced += 1
+        report.replaced.append(ReplacedNote(name=note.name, scope=target.scope, kept=kept))
+
+
+def import_markdown(
+    store: MemoryStore, notebook: Notebook | None, src: Path, scope: str | None = "home"
+) -> ImportReport:
+    """Read an export (or a folder laid out like one) into the store, and its notes (of
+    both of its scopes) into the notebook's ``scope``; None: each note into the scope
+    it was exported from (``memory import --global``)."""
     src = Path(src)
     if not src.is_dir():
         raise BadNote(f"{src} is not a folder")
@@ -282,9 +372,9 @@ def import_markdown(store: MemoryStore, notebook: Notebook | None, src: Path) ->
         raise BadNote(f"{src} has no lessons/ or notes/ folder: not a markdown export")
     check_folder(src)
     report = ImportReport(src=str(src))
-    _import_lessons(store, _lesson_files(src, report), report.lessons)
+    _import_lessons(store, _lesson_files(src, report), report)
     if notebook is not None:
-        _import_notes(notebook, src, report)
+        _import_notes(notebook, src, scope, report)
     elif any((src / "notes").glob("*/*.md")):
         report.problems.append(f"{src / 'notes'}: skipped (no notes folder to import into)")
     return report

@@ -6,6 +6,8 @@ What this module decides, and why:
   frontmatter is read by python-frontmatter over PyYAML's *safe* loader, with YAML
   aliases refused as well (an alias bomb expands a few lines into billions of items):
   a ``!!python/...`` tag or an alias is :class:`BadFrontmatter`, never run or expanded.
+* Whether a file has frontmatter at all is :func:`fenced` (it begins with ``---``): a
+  reader that takes plain markdown too (a note without frontmatter) asks it first.
 * Frontmatter is written by PyYAML's safe dumper, keys in the order given, unicode kept
   as it is, so a file reads the way it was written and a round trip changes no byte.
 """
@@ -82,6 +84,11 @@ def dumps(meta: dict[str, Any], body: str) -> str:
     return frontmatter.dumps(frontmatter.Post(body, **meta), handler=YAML) + "\n"
 
 
+def fenced(text: str) -> bool:
+    """Whether the text begins as a file with frontmatter does (a ``---`` line)."""
+    return text.lstrip().startswith("---")
+
+
 def parse(text: str) -> tuple[dict[str, Any], str]:
     """(frontmatter, body) of a file's text; BadFrontmatter when it has none or it is bad."""
     try:
@@ -90,7 +97,7 @@ def parse(text: str) -> tuple[dict[str, Any], str]:
         said = str(exc).strip()
         first = said.splitlines()[0] if said else type(exc).__name__
         raise BadFrontmatter(f"invalid YAML frontmatter: {first[:160]}") from None
-    if not meta and text.lstrip().startswith("---") and body != text:
+    if not meta and fenced(text) and body != text:
         raise BadFrontmatter("the frontmatter is not a mapping of keys (name, description, ...)")
     if not meta:
         raise BadFrontmatter("no YAML frontmatter (the file starts with '---', fields, '---')")

@@ -7,6 +7,9 @@ What this module decides, and why:
   markdown body. Frontmatter is read and written by :mod:`memory.mdfile` (python-frontmatter
   over PyYAML's *safe* loader, without aliases): a ``!!python/object`` tag is refused, not run.
   Keys the schema does not know are kept in ``extra`` and written back on every rewrite.
+* A file without frontmatter (plain markdown, written by hand) is a note all the same:
+  its name is the file's, its description its first line, the rest defaults; the first
+  rewrite (an edit, an accept) gives it frontmatter.
 * The file name is the note's id: ``name`` must be a slug (``[a-z0-9][a-z0-9._-]{0,63}``,
   no ``..``) and match the file's stem. A name with ``/``, NUL, ``..`` or too long is
   :class:`BadNote`, so no name can reach outside its folder.
@@ -24,8 +27,8 @@ What this module decides, and why:
   A symlink planted at a note's path is replaced, never followed; a notes folder (or
   lock) that is itself a symlink is refused.
 * Reads are defensive, for files a model or a stranger's export may have written: a
-  symlink, a FIFO or device, a file over :data:`MAX_NOTE_BYTES`, bad UTF-8, bad YAML or a
-  missing name is skipped and listed in ``problems`` with why; the other notes load.
+  symlink, a FIFO or device, a file over :data:`MAX_NOTE_BYTES`, bad UTF-8, bad YAML or
+  frontmatter without a name is skipped and listed in ``problems`` with why; the other notes load.
   Files are opened with ``O_NOFOLLOW | O_NONBLOCK`` and checked with ``fstat`` first.
 * A note a model saves (the build's memory tool) is *proposed*: its frontmatter says
   ``status: proposed`` and ``source`` (the run, phase and task it came from). The state
@@ -189,8 +192,16 @@ class Note(mdfile.MarkdownRecord):
         return dump_markdown(self.meta(), self.body)
 
     @classmethod
-    def from_text(cls, text: str, scope: str = "home", mtime: float | None = None) -> Note:
-        """The note a file's text holds (its folder gives ``scope``); BadNote when invalid."""
+    def from_text(
+        cls, text: str, scope: str = "home", mtime: float | None = None, name: str | None = None
+    ) -> Note:
+        """The note a file's text holds (its folder gives ``scope``); BadNote when invalid.
+        With ``name`` (the file's), a text without frontmatter is a plain note of that
+        name, its first line the description, written times the file's ``mtime``."""
+        if name is not None and not mdfile.fenced(text):
+            when = time.time() if mtime is None else mtime
+            note = new_note(text, name=name, scope=scope, origin="")
+            return note.model_copy(update={"created": when, "updated": when})
         meta, body = parse_markdown(text)
         if "name" not in meta:
             raise BadNote("the frontmatter has no 'name'")
@@ -346,7 +357,7 @@ class NoteFolder:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise BadNote("not valid UTF-8 text") from None
-        note = Note.from_text(text, self.scope, mtime=os.stat(path).st_mtime)
+        note = Note.from_text(text, self.scope, mtime=os.stat(path).st_mtime, name=path.stem)
         if note.name != path.stem:
             raise BadNote(f"its name {note.name!r} is not its file name ({path.stem!r})")
         return note
@@ -394,6 +405,27 @@ class NoteFolder:
             write_atomic(self.path / f"{stored.name}.md", stored.text())
             self._write_catalog()
         return stored
+
+    @property
+    def replaced_path(self) -> Path:
+        """``<folder>.replaced/``, beside the folder: the notes an import replaced."""
+        return self.path.with_name(f"{self.path.name}.replaced")
+
+    def keep_replaced(self, name: str) -> Path:
+        """Copy the note file of that name, as it is, to :attr:`replaced_path` (as
+        ``<name>.<UTC time>.md``) before something replaces it; returns the copy's path.
+        BadNote when there is no regular file to copy (a symlink is replaced, never read)."""
+        data = read_capped(self.path / f"{check_name(name)}.md")
+        folder = self.replaced_path
+        check_folder(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        path, n = folder / f"{name}.{stamp}.md", 1
+        while os.path.lexists(path):
+            n += 1
+            path = folder / f"{name}.{stamp}.{n}.md"
+        replace_file(path, data)
+        return path
 
     def append(self, name: str, text: str, **defaults: Any) -> Note:
         """Add ``text`` to the note's body (a new paragraph); creates the note when missing."""

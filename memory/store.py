@@ -102,6 +102,17 @@ def cleaned(lesson: Lesson) -> Lesson:
     return lesson.model_copy(deep=True, update=texts)
 
 
+def named_by(ids: Iterable[str], given: str) -> list[str]:
+    """The ids ``given`` names, as git takes a commit by a unique prefix: the one it is,
+    else every one that begins with it; case-insensitive. Nothing for a blank ``given``."""
+    wanted = given.strip().lower()
+    if not wanted:
+        return []
+    ids = list(ids)
+    exact = [i for i in ids if i.lower() == wanted]
+    return exact or [i for i in ids if i.lower().startswith(wanted)]
+
+
 class MemoryStore:
     """Lessons in a JSONL file; see the module docstring."""
 
@@ -174,6 +185,11 @@ class MemoryStore:
         index = self._sync()
         slot = index.by_id.get(lesson_id)
         return None if slot is None else index.slots[slot]
+
+    def find(self, given: str) -> list[Lesson]:
+        """The lessons ``given`` names (:func:`named_by`: an id or a unique prefix)."""
+        index = self._sync()
+        return [index.slots[index.by_id[i]] for i in named_by(index.by_id, given)]  # type: ignore[misc]
 
     def recall(
         self,

@@ -48,22 +48,46 @@ class Parser(argparse.ArgumentParser):
             namespace, extras = super().parse_known_args(args, namespace)
         except UsageError:
             if early:
-                raise UsageError(self._command_first(group, rest)) from None
+                raise UsageError(self._command_first(group, args, rest)) from None
             raise
-        if early and getattr(namespace, group.dest, None) is None and extras:
-            raise UsageError(self._command_first(group, rest))
+        if early and extras:
+            raise UsageError(self._command_first(group, args, rest))
         return namespace, extras
 
-    def _command_first(self, group: argparse._SubParsersAction, rest: list[str]) -> str:
+    def _command_first(self, group: argparse._SubParsersAction, args: list[str], rest) -> str:
+        """Options given before the command: say where they go, with an example only when
+        the example itself parses (``memory --limit 2 list``: ``memory list --limit 2``)."""
         commands = list(group.choices)
         name = self.prog.rpartition(" ")[2]
-        example = (
-            "" if name == self.prog else f"e.g. '{self.prog} {shlex.join([commands[0], *rest])}'; "
-        )
+        home = args[: len(args) - len(rest)]
+        at = next((i for i, arg in enumerate(rest) if arg in group.choices), None)
+        if at is None:
+            argv = [commands[0], *rest, *home]
+        else:
+            argv = [rest[at], *rest[at + 1 :], *rest[:at], *home]
+        example = f"{self.prog} {shlex.join(argv)}" if _parses(group, argv) else None
+        if at is not None:
+            said = f"e.g. '{example}'; " if example else ""
+            what = f"{shlex.join(rest[:at])} goes" if example else "options go"
+            who = "" if name == self.prog else f"{name}: "
+            return (
+                f"{who}{what} after the command {rest[at]!r}, not before it"
+                f" ({said}see '{self.prog} {rest[at]} --help')"
+            )
+        said = f"e.g. '{example}'; " if example and name != self.prog else ""
         return (
             f"{name} needs a command before its options: {', '.join(commands)}"
-            f" ({example}see '{self.prog} --help')"
+            f" ({said}see '{self.prog} --help')"
         )
+
+
+def _parses(group: argparse._SubParsersAction, argv: list[str]) -> bool:
+    """Whether ``argv`` (a command and its arguments) is a command line the group takes."""
+    try:
+        group.choices[argv[0]].parse_args(argv[1:])
+    except (UsageError, SystemExit):
+        return False
+    return True
 
 
 def _after_home(args: list[str]) -> list[str]:

@@ -21,6 +21,14 @@ what this module decides is how a command line meets it:
   the new wording instead.
 * ``memory`` with an option but no command (``memory --limit 2``) says to name the
   command first, instead of argparse's "invalid choice: '2'".
+* A lesson is named by its id or a unique prefix of it, in any case, as git names
+  commits (:func:`memory.store.named_by`), in ``show``, ``forget`` and ``restore``; a
+  prefix that begins several ids is a usage error listing them. An id that names no
+  lesson says where the lesson went when it went somewhere: merged into another (by a
+  consolidation: which one), or retired.
+* ``import`` puts the notes into the home scope (``--global``: each back into the
+  scope it was exported from) and names every note and lesson it replaced, and where
+  the replaced one is kept (:mod:`memory.markdown`).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import threading
 
 from orchestrator.cli import notes, output
 from orchestrator.cli.args import (
+    UsageError,
     actions,
     checked_home,
     command,
@@ -57,6 +66,14 @@ def tag_list(value: str) -> list[str]:
     return csv(utf8(value))
 
 
+def one_tag(value: str) -> str:
+    """An argparse type: one tag (blank is a mistake, not "any tag")."""
+    value = utf8(value).strip()
+    if not value:
+        raise argparse.ArgumentTypeError("is empty: give a tag, e.g. flask (or leave it out)")
+    return value
+
+
 def lesson_id(value: str) -> str:
     """An argparse type: a lesson id as ``memory list`` shows it (blank is a mistake)."""
     value = utf8(value).strip()
@@ -74,7 +91,7 @@ def add_parsers(commands) -> None:
 
     p = command(sub, "list", "list lessons", run=memory_list)
     p.add_argument("--type", choices=LESSON_TYPES)
-    p.add_argument("--tag", type=utf8, help="only lessons with this tag")
+    p.add_argument("--tag", type=one_tag, help="only lessons with this tag")
     p.add_argument("--polarity", choices=("do", "dont"))
     p.add_argument("--limit", type=positive, help="show at most N lessons")
     p.add_argument("--retired", action="store_true", help="the retired lessons instead")
@@ -112,6 +129,12 @@ def add_parsers(commands) -> None:
 
     p = command(sub, "import", "read a markdown export back", run=memory_import)
     p.add_argument("src", type=folder, metavar="DIR")
+    p.add_argument(
+        "--global",
+        dest="global_",
+        action="store_true",
+        help="the export's global notes into the global scope (default: all into the home's)",
+    )
     p.add_argument("--json", action="store_true")
 
     p = command(sub, "recall", "the lessons a build of TASK would see", run=memory_recall)
@@ -239,13 +262,54 @@ def _lesson_table(lessons):
     return table
 
 
-def _get(home: Home, store, lesson_id: str):
-    lesson = store.get(lesson_id)
-    if lesson is None:
-        if not store.path.exists():
-            raise CadillacError(f"no lesson with id {lesson_id!r}: {home.root} has no memory.jsonl")
-        raise CadillacError(f"no lesson with id {lesson_id!r} (see 'cadillac memory list')")
-    return lesson
+def _ambiguous(given: str, ids: list[str], more: str = "") -> UsageError:
+    shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+    return UsageError(f"lesson id {given!r} is ambiguous: it begins {shown}{more}")
+
+
+def _lesson(home: Home, store, given: str, required: bool = True):
+    """The lesson ``given`` names (its id or a unique prefix, as git takes commits), or
+    None when none does and it is not ``required``; an ambiguous prefix is exit 2."""
+    found = store.find(given)
+    if len(found) > 1:
+        raise _ambiguous(given, [lesson.id for lesson in found])
+    if found:
+        return found[0]
+    if required:
+        raise _no_lesson(home, store, given)
+    return None
+
+
+def _no_lesson(home: Home, store, given: str) -> CadillacError:
+    """No lesson has that id: say where it went, if it was merged away or retired."""
+    from memory.consolidate import side_path
+    from memory.jsonl import JsonlFile
+    from memory.lesson import Lesson
+    from memory.store import named_by
+
+    if not store.path.exists():
+        return CadillacError(f"no lesson with id {given!r}: {home.root} has no memory.jsonl")
+    merged = JsonlFile(side_path(store.file, "merged"), Lesson)
+    merged.refresh()
+    into = {x.id: getattr(x, "merged_into", None) for x in merged.records}
+    ids = named_by(into, given)
+    if len(ids) == 1 and into[ids[0]]:
+        kept = into[ids[0]]
+        for _ in range(len(into)):  # a lesson merged into one merged later: the last one
+            if store.get(kept) is not None or not into.get(kept):
+                break
+            kept = into[kept]
+        return CadillacError(
+            f"lesson {ids[0]} was merged into {kept} by a consolidation"
+            f" (see 'cadillac memory show {kept}')"
+        )
+    ids = named_by([x.id for x in store.retired()], given)
+    if len(ids) == 1:
+        return CadillacError(
+            f"lesson {ids[0]} is retired (see 'cadillac memory list --retired';"
+            f" 'cadillac memory restore {ids[0]}' brings it back)"
+        )
+    return CadillacError(f"no lesson with id {given!r} (see 'cadillac memory list')")
 
 
 def memory_list(args: argparse.Namespace) -> int:
@@ -272,7 +336,7 @@ def memory_list(args: argparse.Namespace) -> int:
 def memory_show(args: argparse.Namespace) -> int:
     home, store = _store(args)
     note = notes.named(home, args.id)
-    lesson = store.get(args.id) if note is not None else _get(home, store, args.id)
+    lesson = _lesson(home, store, args.id, required=note is None)
     if args.json:
         shown = {"lesson": lesson, "note": note}
         dumps = {k: v.model_dump(mode="json") for k, v in shown.items() if v is not None}
@@ -337,13 +401,21 @@ def _report_merge(stored, dropped: dict[str, str]) -> None:
 def memory_forget(args: argparse.Namespace) -> int:
     if args.note or args.global_:
         return notes.forget(args)
-    home = checked_home(args, write=True)
-    note = None if args.lesson else notes.named(home, args.id)
-    if note is not None:
-        _, store = _store(args, write=True)
-        if store.get(args.id) is None:
-            return notes.forget(args)
-    _forget_lesson(args)
+    home, store = _store(args, write=True)
+    note = None if args.lesson else notes.named(home, args.id, "home")
+    lesson = _lesson(home, store, args.id, required=False)
+    if lesson is None and note is not None:
+        return notes.forget(args)
+    if lesson is None:
+        if not args.lesson:
+            notes.refuse_global_only(home, args.id, "forget")
+        raise _no_lesson(home, store, args.id)
+    if note is not None and lesson.id.lower() != args.id.lower():
+        raise UsageError(
+            f"{args.id!r} is note {note.name}'s name and begins lesson {lesson.id}'s id:"
+            " say --note or --lesson"
+        )
+    _forget_lesson(home, store, lesson.id)
     if note is not None:
         output.line(
             f"kept note {note.name!r} ({note.scope} scope), which has the same name:"
@@ -372,12 +444,21 @@ def memory_consolidate(args: argparse.Namespace) -> int:
 
 def memory_restore(args: argparse.Namespace) -> int:
     from memory import LessonNotFound
+    from memory.store import named_by
 
-    _, store = _store(args, write=True)
+    home, store = _store(args, write=True)
+    ids = list(dict.fromkeys(named_by([x.id for x in store.retired()], args.id)))
+    if len(ids) > 1:
+        raise _ambiguous(args.id, ids, " (retired lessons)")
+    live = _lesson(home, store, args.id, required=False) if not ids else None
+    if live is not None:
+        raise CadillacError(
+            f"no retired lesson with id {args.id!r}: lesson {live.id} is in use ({store.path})"
+        )
     with _Commit(store) as commit:
         commit.outcome = "restored"
         try:
-            lesson = commit.run(store.restore, args.id)
+            lesson = commit.run(store.restore, ids[0] if ids else args.id)
         except LessonNotFound:
             message = (
                 f"no retired lesson with id {args.id!r} (see 'cadillac memory list --retired')"
@@ -390,16 +471,14 @@ def memory_restore(args: argparse.Namespace) -> int:
     return 0
 
 
-def _forget_lesson(args: argparse.Namespace) -> None:
+def _forget_lesson(home: Home, store, lesson_id: str) -> None:
     from memory import LessonNotFound
 
-    home, store = _store(args, write=True)
-    _get(home, store, args.id)
     with _Commit(store) as commit:
         try:
-            lesson = commit.run(store.forget, args.id)
+            lesson = commit.run(store.forget, lesson_id)
         except LessonNotFound:  # another process forgot it since it was read
-            message = f"no lesson with id {args.id!r} (see 'cadillac memory list')"
+            message = f"no lesson with id {lesson_id!r} (see 'cadillac memory list')"
             raise CadillacError(message) from None
         commit.outcome = "forgotten"
         output.line(f"forgot {lesson.id}: {output.short(lesson.trigger, 80)}")
@@ -497,7 +576,9 @@ def memory_import(args: argparse.Namespace) -> int:
 
     home, store = _store(args, write=True, create=True)
     with notes.NoteErrors():
-        report = import_markdown(store, notes.notebook_of(home), Path(args.src).absolute())
+        scope = None if args.global_ else "home"  # --global: each note to its own scope
+        src = Path(args.src).absolute()
+        report = import_markdown(store, notes.notebook_of(home), src, scope)
     if args.json:
         output.print_json(report.model_dump(mode="json"))
         return 0
@@ -506,6 +587,15 @@ def memory_import(args: argparse.Namespace) -> int:
     for notice in report.notices:
         output.warn(notice)
     output.line(report.headline())
+    if report.replaced_lessons:
+        ids = report.replaced_lessons
+        more = f" and {len(ids) - 10} more" if len(ids) > 10 else ""
+        output.line(
+            f"  replaced lesson(s) {', '.join(ids[:10])}{more}:"
+            f" the old ones are kept in {report.lessons_kept}"
+        )
+    for replaced in report.replaced:
+        output.line(f"  {replaced.said()}")
     return 0
 
 

@@ -5,6 +5,8 @@ Notes are the markdown memories a person tells cadillac (:mod:`memory.notes`), i
 home scope and a global one. This module decides how a command line meets them:
 
 * a command about the global scope alone (``--global``) needs no home, and names none;
+* without ``--global``, ``forget`` and ``edit`` act on the home scope only: a name only
+  the global scope has is one error line saying to give ``--global``, nothing changed;
 * ``remember`` creates a missing home, like ``memory add``; the other commands create
   nothing;
 * a bad note file, a missing note or a refused folder is one error line
@@ -107,8 +109,9 @@ def _scope_home(args: argparse.Namespace, write: bool = False) -> Home:
     return checked_home(args, write=write)
 
 
-def named(home: Home, name: str):
-    """The visible note of that name, or None (also for text that is no note name)."""
+def named(home: Home, name: str, scope: str | None = None):
+    """The note of that name (``scope`` None: the visible one, home first), or None (also
+    for text that is no note name)."""
     from memory.notes import BadNote, check_name
 
     try:
@@ -116,7 +119,18 @@ def named(home: Home, name: str):
     except BadNote:
         return None
     with NoteErrors():
-        return notebook_of(home).get(name)
+        notebook = notebook_of(home)
+        return notebook.get(name) if scope is None else notebook.folder(scope).get(name)
+
+
+def refuse_global_only(home: Home, name: str, verb: str) -> None:
+    """Without ``--global`` a command acts on the home scope only: when the home has no
+    note of that name but the global scope has, say so (one error line) and how."""
+    if named(home, name, "home") is None and named(home, name, "global") is not None:
+        raise CadillacError(
+            f"no note named {name!r} in the home scope ({home.notes_dir}); the global scope"
+            f" has one: {verb} it with --global"
+        )
 
 
 def _note_json(note) -> dict:
@@ -133,7 +147,9 @@ def show(note) -> None:
 
 def forget(args: argparse.Namespace) -> int:
     home = _scope_home(args, write=True)
-    scope = "global" if args.global_ else None
+    scope = "global" if args.global_ else "home"
+    if scope == "home":
+        refuse_global_only(home, args.id, "forget")
     with NoteErrors():
         note = notebook_of(home).forget(args.id, scope)
     output.line(
@@ -279,12 +295,16 @@ def memory_edit(args: argparse.Namespace) -> int:
     import tempfile
 
     home = _scope_home(args, write=True)
-    scope = "global" if args.global_ else None
+    scope = "global" if args.global_ else "home"
+    if scope == "home":
+        refuse_global_only(home, args.name, "edit")
     with NoteErrors():
         notebook = notebook_of(home)
-        note = notebook.folder(scope).get(args.name) if scope else notebook.get(args.name)
+        note = notebook.folder(scope).get(args.name)
         if note is None:
-            raise CadillacError(f"no note named {args.name!r} (see 'cadillac memory notes')")
+            raise CadillacError(
+                f"no note named {args.name!r} in the {scope} scope (see 'cadillac memory notes')"
+            )
     fd, path = tempfile.mkstemp(prefix=f"cadillac-note-{note.name}.", suffix=".md")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(note.text())

@@ -40,7 +40,7 @@ def test_the_real_corpus_round_trips_losslessly_and_a_second_export_is_identical
 
     fresh = tmp_path / "fresh"
     again, again_book = MemoryStore(fresh / "memory.jsonl"), _book(fresh)
-    report = import_markdown(again, again_book, tmp_path / "x1")
+    report = import_markdown(again, again_book, tmp_path / "x1", scope=None)
     assert report.lessons.added == 403 and report.notes.added == 2 and report.problems == []
     # line by line, each text in NFKC (memory.text.clean): n² comes back as n2, ½ as 1/2
     imported, original = _dumps(MemoryStore(fresh / "memory.jsonl")), _dumps(store)
@@ -55,11 +55,11 @@ def test_the_real_corpus_round_trips_losslessly_and_a_second_export_is_identical
     assert first.keys() == second.keys()
     assert sum(first[k] != second[k] for k in first if k.startswith("lessons/")) == 3
     third = tmp_path / "third"
-    import_markdown(MemoryStore(third / "memory.jsonl"), _book(third), tmp_path / "x2")
+    import_markdown(MemoryStore(third / "memory.jsonl"), _book(third), tmp_path / "x2", None)
     export_markdown(MemoryStore(third / "memory.jsonl"), _book(third), tmp_path / "x3")
     assert _files(tmp_path / "x3") == second  # once clean, a round trip changes no byte
 
-    repeat = import_markdown(again, again_book, tmp_path / "x1")
+    repeat = import_markdown(again, again_book, tmp_path / "x1", scope=None)
     assert (repeat.lessons.unchanged, repeat.notes.unchanged) == (403, 2)
     assert repeat.lessons.added == repeat.lessons.replaced == 0
 
