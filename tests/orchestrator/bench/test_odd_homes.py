@@ -1,0 +1,34 @@
+"""A build scored from a home whose path a shell would split, expand or read as an option.
+
+The scorer's installs and its judge reach the sandbox's shell with paths under the home
+(the scoring folder, the project's ``.venv``, the judge's files, the venv cache); a path
+with a blank, a quote, a ``$``, non-ASCII letters or a leading ``-`` must reach it as one
+word, or every build of the matrix scores 0 ("broken"). One reference needs nothing but
+the standard library, one installs third-party wheels (the pip step's paths too).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.bench.scoring import score_build
+from orchestrator.sandbox.executor import ExecConfig
+from tests.orchestrator.bench.test_judge_refs import REFS, TASKS, as_built
+
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`, as the other references are
+
+ODD_NAMES = ["my home", 'it\'s "here"', "$HOME$(false)`x`;", "düsseldorf ñ", "-rf --home"]
+
+
+@pytest.mark.parametrize("task_id", ["lru-cache", "flask-notes"])
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_a_reference_scores_full_marks_from_an_odd_home(name, task_id, tmp_path, request):
+    if (REFS / task_id / "requirements.txt").is_file():
+        request.getfixturevalue("wheel_index")
+    home = tmp_path / name / "-home"
+    home.mkdir(parents=True)
+    ws = as_built(task_id, home / "runs" / "build")
+    folder = home / "runs" / "matrix-x" / "scoring"
+    score = score_build(TASKS[task_id], ws, folder, ExecConfig(), home / ".cache")
+    assert (score.verdict, score.score) == ("scored", 1.0), score
+    assert score.total == score.passed > 0
