@@ -46,13 +46,14 @@ from orchestrator.llm.client import LLMClient, LLMConfig, ModelError, ToolCall, 
 from orchestrator.loop import source as sources
 from orchestrator.loop.context import compact
 from orchestrator.loop.knowledge import Knowledge
-from orchestrator.loop.learning import HomeLearning, Learning
+from orchestrator.loop.learning import DeferredLearning, HomeLearning, Learning
 from orchestrator.loop.memory_tool import MemoryTool
 from orchestrator.loop.memory_view import NotesConfig, open_build_memory, skills_text
 from orchestrator.loop.prompt import opening, phase_part, stable_prefix
 from orchestrator.loop.reflect import PhaseRecord, reflect
 from orchestrator.loop.runs import (
     BaselineRecord,
+    MatrixOrigin,
     PhaseSummary,
     Run,
     RunSummary,
@@ -264,13 +265,24 @@ class Builder:
         check_sandbox(config.executor)
 
     @classmethod
-    def start(cls, home: Home, config: BuildConfig, task: str, **kw) -> Builder:
+    def start(
+        cls,
+        home: Home,
+        config: BuildConfig,
+        task: str,
+        *,
+        matrix: MatrixOrigin | None = None,
+        **kw,
+    ) -> Builder:
+        """A new build of ``task``; ``matrix``: the matrix run it is one of (recorded, so that
+        its resume learns only as that run would)."""
         cls.preflight(config)
         record = TaskRecord(
             run_id=new_run_id(),
             task=task,
             cadillac_version=__version__,
             config=config.model_dump(mode="json", exclude={"llm": {"api_key"}}),
+            matrix=matrix,
         )
         return cls(home, config, task, Run.create(home.runs_dir, record), record=record, **kw)
 
@@ -284,6 +296,7 @@ class Builder:
         *,
         test_command: str | None = None,
         parent: str | None = None,
+        matrix: MatrixOrigin | None = None,
         **kw,
     ) -> Builder:
         """A build that changes the project at ``path`` (a git repository or a folder; for
@@ -295,6 +308,7 @@ class Builder:
             kind="enhance",
             cadillac_version=__version__,
             config=config.model_dump(mode="json", exclude={"llm": {"api_key"}}),
+            matrix=matrix,
         )
         run = Run.create(home.runs_dir, record)
         try:
@@ -319,6 +333,8 @@ class Builder:
             raise NothingToResume(f"run {run_id} already passed: nothing to resume")
         try:
             record = run.task()
+            if not record.learns and kw.get("learning") is None:
+                kw["learning"] = NoLearning()  # a holdout or --no-learn build: as it began
             builder = cls(home, config, record.task, run, record=record, **kw)
         except BaseException:  # an unreadable task.json, a model that cannot be opened
             lock.release()
@@ -764,6 +780,17 @@ class Builder:
         s.files = self.workspace.files()
         s.memory_saved = list(self.memory_tool.saved)
         self.run.save_summary(s)
+
+
+class NoLearning(DeferredLearning):
+    """The learning of a resumed build its matrix run did not let learn: queued, never
+    applied, and nothing said to be boosted."""
+
+    def boost(self, ids: list[str]) -> list[str]:
+        return []
+
+    def skill_outcome(self, names: list[str], passed: bool) -> list[str]:
+        return []
 
 
 def _lesson_payload(lesson: Lesson, stored_id: str | None) -> dict:
