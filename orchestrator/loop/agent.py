@@ -262,6 +262,7 @@ class Builder:
         """What can be checked before a run folder is made: the models and the sandbox."""
         for model in [config.llm.model, *config.llm.fallback_models]:
             check_model(model)
+        check_keys(config.llm)
         check_sandbox(config.executor)
 
     @classmethod
@@ -780,6 +781,25 @@ class Builder:
         s.files = self.workspace.files()
         s.memory_saved = list(self.memory_tool.saved)
         self.run.save_summary(s)
+
+
+def check_keys(llm: LLMConfig) -> None:
+    """Refuse, in one line naming the variable, a hosted model whose API key is not set: found
+    now, not at the first model call after a run folder was made. cadillac's own back ends,
+    a server given by ``--api-base`` and a key given in the config need none."""
+    import os
+
+    from orchestrator.llm.keys import provider_env
+
+    for endpoint in llm.endpoints():
+        if endpoint.api_key or endpoint.api_base:
+            continue
+        names = [n for n in provider_env(endpoint.model, None) if n.endswith("_API_KEY")]
+        if names and not any(os.environ.get(name) for name in names):
+            raise CadillacError(
+                f"model {endpoint.model} needs {names[0]}, which is not set: export it, "
+                "or give --api-base for a server of your own"
+            )
 
 
 class NoLearning(DeferredLearning):
