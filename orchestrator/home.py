@@ -5,7 +5,8 @@ history), ``runs/`` (one folder per run) and ``.cache/`` (templates builds copy;
 by ``CADILLAC_CACHE_DIR``). Without either setting it is the
 current directory, so a project carries its own memory. Commands that only read
 refuse a home that does not exist (a mistyped path should not look like an
-empty memory); commands that write create it.
+empty memory); commands that write create it, and refuse, before they start, a home
+whose memory or budget history is read-only.
 """
 
 from __future__ import annotations
@@ -103,4 +104,17 @@ class Home:
         for path in (self.memory_path, self.budgets_path):
             if path.exists() and not path.is_file():
                 raise CadillacError(f"{path} is not a file")
+            if write and path.exists() and not _writable(path):
+                from memory.jsonl import ReadOnlyFile
+
+                raise ReadOnlyFile(path, path.resolve())  # the stores' own one line
+        if write and self.runs_dir.is_dir() and not os.access(self.runs_dir, os.W_OK | os.X_OK):
+            raise CadillacError(f"{self.runs_dir} is not writable; nothing was started")
         return self
+
+
+def _writable(path: Path) -> bool:
+    """Whether cadillac's stores would write ``path``: a file without any write permission bit
+    is read-only even to root (see :mod:`memory.jsonl`), so it is checked before the first
+    model call, not found after a phase was paid for."""
+    return bool(path.stat().st_mode & 0o222) and os.access(path, os.W_OK)

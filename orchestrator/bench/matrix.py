@@ -37,7 +37,7 @@ from orchestrator.home import Home
 from orchestrator.hooks import Hooks
 from orchestrator.loop.agent import BuildConfig, Builder
 from orchestrator.loop.learning import DeferredLearning, HomeLearning
-from orchestrator.loop.runs import new_run_id
+from orchestrator.loop.runs import MatrixOrigin, new_run_id
 from orchestrator.sandbox.files import replace_file
 from orchestrator.sandbox.installs import remove_envs
 
@@ -52,6 +52,7 @@ def run_one(
     stop: threading.Event | None = None,
     keep_envs: bool = False,
     hooks: Hooks | None = None,
+    origin: MatrixOrigin | None = None,
 ) -> TaskRun:
     """One build of one task, scored (unless ``score`` is False: an improve trial's builds
     are scored by the cycle, with checks the trial never sees). Unless ``keep_envs``, the
@@ -66,11 +67,24 @@ def run_one(
     try:
         if task.kind == "enhance":  # a change to the task's starting project, copied
             builder = Builder.enhance(
-                home, config, task.prompt, task.repo, learning=learning, stop=stop, hooks=hooks
+                home,
+                config,
+                task.prompt,
+                task.repo,
+                learning=learning,
+                stop=stop,
+                hooks=hooks,
+                matrix=origin,
             )
         else:
             builder = Builder.start(
-                home, config, task.prompt, learning=learning, stop=stop, hooks=hooks
+                home,
+                config,
+                task.prompt,
+                learning=learning,
+                stop=stop,
+                hooks=hooks,
+                matrix=origin,
             )
         out.run_id = builder.run.id
         summary = builder.build()
@@ -174,7 +188,13 @@ def run_matrix(
             build if seed is None else build.model_copy(update={"seed": build_seed(seed, task, r)})
         )
         learning = deferred if task.split == "train" else discarded
-        run = run_one(home, task, r, seeded, learning, score, stop, keep_envs, hooks)
+        origin = MatrixOrigin(
+            run=folder.name,
+            matrix=str(matrix),
+            split=task.split,
+            learn=learn and task.split == "train",
+        )
+        run = run_one(home, task, r, seeded, learning, score, stop, keep_envs, hooks, origin)
         spend.add(run)
         return run
 

@@ -98,6 +98,14 @@ def build(args: argparse.Namespace) -> int:
             given = args.model or args.api_base or args.fallback_model or args.fallback_api_base
             source = "" if given else " (as the run recorded it)"
             output.err().print(f"model {_model_line(config)}{source}")
+            origin = builder.record.matrix
+            if origin is not None and not origin.learn:
+                why = "a holdout task" if origin.split == "holdout" else "run with --no-learn"
+                output.err().print(
+                    f"run {run_id} is a build of {origin.run} ({why}): resumed without "
+                    "learning (no lessons, budgets or skills are written)",
+                    markup=False,
+                )
     else:
         task = utf8(args.task or "", "the task").strip()
         if not task:

@@ -4,7 +4,8 @@
 ``cadillac index search QUERY`` and ``cadillac index show SYMBOL`` answer from the index
 of ``--path`` (the current folder by default), refreshing it first as the ``knowledge``
 tool does. What is decided here: the index of a user's tree lives in the cadillac home,
-``index/<folder name>-<hash of its path>/``, never inside the tree; the history of
+``index/<folder name>-<hash of its path>/``, never inside the tree (a home inside the tree,
+as the current folder is by default, is refused, as ``enhance`` does); the history of
 changes is read from git only for a tree that is a repository's top and not inside the
 home's runs (a user's own, never a model's workspace, whose git configuration the model
 could have written).
@@ -58,12 +59,18 @@ def _refresh(home: Home, tree: Path, full: bool = False, progress=None):
     from orchestrator.index import IndexConfig, build_index
     from orchestrator.loop.source import repository_of
 
+    folder = index_folder(home, tree)
+    if folder.resolve().is_relative_to(tree):
+        raise CadillacError(
+            f"the cadillac home {home.root} is inside {tree}, so the index would be written "
+            "into the tree: give --home (or CADILLAC_HOME) a folder outside it"
+        )
     home.check(write=True)
     made_here = tree.is_relative_to(home.runs_dir.resolve())  # a build's workspace: a model's
     history = tree if not made_here and repository_of(tree) is not None else None
     return build_index(
         tree,
-        index_folder(home, tree),
+        folder,
         full=full,
         config=IndexConfig(history=history),
         progress=progress,

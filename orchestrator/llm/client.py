@@ -252,6 +252,8 @@ class LLMReply(BaseModel):
 class LLMTotals(BaseModel):
     calls: int = 0
     failed_attempts: int = 0
+    """Attempts that failed and were tried again (the summary's "retried"): an error that is
+    not retried, or one on the last attempt, is not counted."""
     tokens_in: int = 0
     tokens_out: int = 0
     tokens_cached: int = 0
@@ -576,7 +578,8 @@ class LLMClient:
             latency = time.perf_counter() - started
             reply = _reply(response, endpoint, latency, litellm)
         except Exception as exc:
-            self.totals.failed_attempts += 1
+            if attempt < self.config.max_attempts and is_retryable(exc, litellm):
+                self.totals.failed_attempts += 1  # retried: another attempt follows
             status = getattr(exc, "status_code", None)
             record.update(
                 latency_s=round(time.perf_counter() - started, 4),

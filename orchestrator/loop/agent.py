@@ -46,13 +46,14 @@ from orchestrator.llm.client import LLMClient, LLMConfig, ModelError, ToolCall, 
 from orchestrator.loop import source as sources
 from orchestrator.loop.context import compact
 from orchestrator.loop.knowledge import Knowledge
-from orchestrator.loop.learning import HomeLearning, Learning
+from orchestrator.loop.learning import DeferredLearning, HomeLearning, Learning
 from orchestrator.loop.memory_tool import MemoryTool
 from orchestrator.loop.memory_view import NotesConfig, open_build_memory, skills_text
 from orchestrator.loop.prompt import opening, phase_part, stable_prefix
 from orchestrator.loop.reflect import PhaseRecord, reflect
 from orchestrator.loop.runs import (
     BaselineRecord,
+    MatrixOrigin,
     PhaseSummary,
     Run,
     RunSummary,
@@ -261,16 +262,28 @@ class Builder:
         """What can be checked before a run folder is made: the models and the sandbox."""
         for model in [config.llm.model, *config.llm.fallback_models]:
             check_model(model)
+        check_keys(config.llm)
         check_sandbox(config.executor)
 
     @classmethod
-    def start(cls, home: Home, config: BuildConfig, task: str, **kw) -> Builder:
+    def start(
+        cls,
+        home: Home,
+        config: BuildConfig,
+        task: str,
+        *,
+        matrix: MatrixOrigin | None = None,
+        **kw,
+    ) -> Builder:
+        """A new build of ``task``; ``matrix``: the matrix run it is one of (recorded, so that
+        its resume learns only as that run would)."""
         cls.preflight(config)
         record = TaskRecord(
             run_id=new_run_id(),
             task=task,
             cadillac_version=__version__,
             config=config.model_dump(mode="json", exclude={"llm": {"api_key"}}),
+            matrix=matrix,
         )
         return cls(home, config, task, Run.create(home.runs_dir, record), record=record, **kw)
 
@@ -284,6 +297,7 @@ class Builder:
         *,
         test_command: str | None = None,
         parent: str | None = None,
+        matrix: MatrixOrigin | None = None,
         **kw,
     ) -> Builder:
         """A build that changes the project at ``path`` (a git repository or a folder; for
@@ -295,6 +309,7 @@ class Builder:
             kind="enhance",
             cadillac_version=__version__,
             config=config.model_dump(mode="json", exclude={"llm": {"api_key"}}),
+            matrix=matrix,
         )
         run = Run.create(home.runs_dir, record)
         try:
@@ -319,6 +334,8 @@ class Builder:
             raise NothingToResume(f"run {run_id} already passed: nothing to resume")
         try:
             record = run.task()
+            if not record.learns and kw.get("learning") is None:
+                kw["learning"] = NoLearning()  # a holdout or --no-learn build: as it began
             builder = cls(home, config, record.task, run, record=record, **kw)
         except BaseException:  # an unreadable task.json, a model that cannot be opened
             lock.release()
@@ -774,6 +791,36 @@ class Builder:
         s.files = self.workspace.files()
         s.memory_saved = list(self.memory_tool.saved)
         self.run.save_summary(s)
+
+
+def check_keys(llm: LLMConfig) -> None:
+    """Refuse, in one line naming the variable, a hosted model whose API key is not set: found
+    now, not at the first model call after a run folder was made. cadillac's own back ends,
+    a server given by ``--api-base`` and a key given in the config need none."""
+    import os
+
+    from orchestrator.llm.keys import provider_env
+
+    for endpoint in llm.endpoints():
+        if endpoint.api_key or endpoint.api_base:
+            continue
+        names = [n for n in provider_env(endpoint.model, None) if n.endswith("_API_KEY")]
+        if names and not any(os.environ.get(name) for name in names):
+            raise CadillacError(
+                f"model {endpoint.model} needs {names[0]}, which is not set: export it, "
+                "or give --api-base for a server of your own"
+            )
+
+
+class NoLearning(DeferredLearning):
+    """The learning of a resumed build its matrix run did not let learn: queued, never
+    applied, and nothing said to be boosted."""
+
+    def boost(self, ids: list[str]) -> list[str]:
+        return []
+
+    def skill_outcome(self, names: list[str], passed: bool) -> list[str]:
+        return []
 
 
 def _lesson_payload(lesson: Lesson, stored_id: str | None) -> dict:

@@ -47,6 +47,20 @@ class BaselineRecord(BaseModel):
     """Dependency file -> sha256 at the start."""
 
 
+class MatrixOrigin(BaseModel):
+    """The matrix run a build was one of, and whether that run let it learn: a resumed build
+    learns (memory, budgets, skills) only as its matrix run would have let it."""
+
+    run: str
+    """The matrix run's id (``matrix-…``)."""
+    matrix: str
+    """The matrix folder its task came from."""
+    split: Literal["train", "holdout"]
+    learn: bool
+    """False for a holdout task (what it teaches would leak the holdout) and under
+    ``--no-learn``."""
+
+
 class TaskRecord(BaseModel):
     v: int = SCHEMA
     run_id: str
@@ -60,6 +74,13 @@ class TaskRecord(BaseModel):
     source: Source | None = None
     """Where an enhance build's project came from and where its change is recorded."""
     baseline: BaselineRecord | None = None
+    matrix: MatrixOrigin | None = None
+    """Set for a build of a matrix run (a task.json written before it existed has none)."""
+
+    @property
+    def learns(self) -> bool:
+        """Whether the build may write the home's memory, budgets and skills."""
+        return self.matrix is None or self.matrix.learn
 
 
 class Event(BaseModel):

@@ -88,7 +88,7 @@ def test_replay_plays_a_recording_back_and_says_when_it_runs_out(tmp_path):
     assert replay.complete(HELLO, TOOLS).tool_calls[0].name == "write_file"
     with pytest.raises(ModelError, match=r"holds 2 response\(s\) and the run asked for response 3"):
         replay.complete(HELLO)
-    assert replay.totals.failed_attempts == 1  # not retried
+    assert replay.totals.failed_attempts == 0  # not retried, so not counted as retried
 
 
 def test_missing_or_unknown_models_say_how_to_set_one(tmp_path):
@@ -444,7 +444,7 @@ def test_a_missing_key_ends_the_call_at_once_naming_the_variable(
     message = str(caught.value)
     assert message.startswith(f"no API key for {model!r}: set {variable} (")
     assert "\n" not in message
-    assert len(lines(tmp_path / "llm.jsonl")) == 1 and llm.totals.failed_attempts == 1
+    assert len(lines(tmp_path / "llm.jsonl")) == 1 and llm.totals.failed_attempts == 0
 
 
 def test_a_refused_key_at_a_server_names_the_variable_it_is_read_from(tmp_path):
