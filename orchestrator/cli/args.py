@@ -114,6 +114,19 @@ def words(value: str) -> str:
     return value
 
 
+def url(value: str) -> str:
+    """An argparse type: a model server's URL (http:// or https://, a host, a port that is
+    one); every option that takes a URL uses this one check, the check the model's
+    configuration makes (:func:`orchestrator.llm.client.check_api_base`)."""
+    from orchestrator.llm.client import ModelError, check_api_base
+
+    try:
+        check_api_base(value, "the URL")
+    except ModelError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("the URL ")) from None
+    return value
+
+
 def checked_home(args: argparse.Namespace, write: bool = False, create: bool = False) -> Home:
     """The ``--home`` of a command, checked; only with ``create`` is a missing one made."""
     home = Home.resolve(getattr(args, "home", None))
@@ -165,7 +178,9 @@ def home_options() -> Parser:
 def model_options() -> Parser:
     p = Parser(add_help=False)
     p.add_argument("--model", help="litellm model string (default: $CADILLAC_MODEL)")
-    p.add_argument("--api-base", metavar="URL", help="server URL of --model (a local server)")
+    p.add_argument(
+        "--api-base", type=url, metavar="URL", help="server URL of --model (a local server)"
+    )
     p.add_argument(
         "--fallback-model",
         action="append",
@@ -175,6 +190,7 @@ def model_options() -> Parser:
     p.add_argument(
         "--fallback-api-base",
         action="append",
+        type=url,
         metavar="URL",
         help="server URL of the fallback model given in the same place (repeatable)",
     )
@@ -229,7 +245,10 @@ def cycle_options() -> Parser:
     )
     p.add_argument("--improver-model", metavar="M", help="model that writes patches")
     p.add_argument(
-        "--improver-api-base", metavar="URL", help="server URL of --improver-model (a local server)"
+        "--improver-api-base",
+        type=url,
+        metavar="URL",
+        help="server URL of --improver-model (a local server)",
     )
     p.add_argument(
         "--repo", metavar="PATH", help="the repository to patch (default: cadillac's own)"

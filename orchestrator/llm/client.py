@@ -111,7 +111,13 @@ def check_api_base(base: str | None, what: str = "api base") -> None:
         raise ModelError(f"{what} {base!r} is empty: give an http:// or https:// URL ({example})")
     if base != base.strip() or any(c.isspace() for c in base):
         raise ModelError(f"{what} {base!r} holds blanks: give the URL alone ({example})")
-    parts = urlsplit(base)
+    try:
+        parts = urlsplit(base)
+    except ValueError as exc:  # an unclosed or malformed [IPv6] host
+        raise ModelError(
+            f"{what} {base!r} is not a URL ({_first_line(exc)}): a host in brackets is an "
+            "IPv6 address, as in http://[::1]:8080/v1"
+        ) from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
         if "://" not in base:
