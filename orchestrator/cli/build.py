@@ -188,6 +188,8 @@ def _phase_line(phase) -> None:
 
 
 def show_summary(summary) -> None:
+    from orchestrator.llm.prices import usd
+
     columns = ("phase", "outcome", "rounds", "budget", "seconds", "check")
     table = output.table(
         f"run {summary.run_id}: {summary.status}", columns, right=("rounds", "budget", "seconds")
@@ -196,7 +198,7 @@ def show_summary(summary) -> None:
         table.add_row(p.phase, p.outcome, str(p.rounds), str(p.budget), f"{p.seconds:.1f}", p.check)
     console = output.out()
     console.print(table)
-    cost = "unknown" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
+    cost = "unknown" if summary.cost_usd is None else f"${usd(summary.cost_usd)}"
     cached = f" ({summary.tokens_cached:,} from the cache)" if summary.tokens_cached else ""
     console.print(
         f"{summary.reason}\nmodel {summary.model}: {summary.llm_calls} call(s) "

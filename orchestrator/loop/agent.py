@@ -43,6 +43,7 @@ from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
 from orchestrator.llm.client import LLMClient, LLMConfig, ModelError, ToolCall, check_model
+from orchestrator.llm.prices import cost_stop
 from orchestrator.loop import source as sources
 from orchestrator.loop.context import compact
 from orchestrator.loop.knowledge import Knowledge
@@ -708,10 +709,7 @@ class Builder:
         calls = max(totals.calls, 1)
         cap, spent = self.config.max_cost_usd, totals.cost_usd
         if cap is not None and spent is not None and spent + spent / calls > cap:
-            raise CostLimitReached(
-                f"stopped before the spend passes --max-cost {cap:g} USD (spent {spent:.4f}); "
-                f"resume with --resume {self.run.id}"
-            )
+            raise CostLimitReached(f"{cost_stop(cap, spent)}; resume with --resume {self.run.id}")
         tokens, used = self.config.max_tokens, totals.tokens_in + totals.tokens_out
         if tokens is not None and used + used / calls > tokens:
             raise CostLimitReached(
