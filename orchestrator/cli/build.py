@@ -202,7 +202,8 @@ def show_summary(summary) -> None:
     cached = f" ({summary.tokens_cached:,} from the cache)" if summary.tokens_cached else ""
     console.print(
         f"{summary.reason}\nmodel {summary.model}: {summary.llm_calls} call(s) "
-        f"({summary.failed_attempts} retried), {summary.tokens_in:,} tokens in{cached}, "
+        f"({summary.failed_attempts} retried{output.answered_by(summary)}), "
+        f"{summary.tokens_in:,} tokens in{cached}, "
         f"{summary.tokens_out:,} out, cost {cost}; {summary.seconds:.1f} s\n"
         f"lessons: {len(summary.lessons_recalled)} recalled, {len(summary.lessons_applied)} "
         f"applied, {len(summary.lessons_saved)} saved, {len(summary.lessons_boosted)} boosted, "

@@ -102,3 +102,12 @@ def fields(values: dict) -> None:
             shown = str(value)
         t.add_row(key, shown)
     out().print(t)
+
+
+def answered_by(summary) -> str:
+    """``; answered by M1 13, M2 8`` when a model other than the run's own (a fallback)
+    answered some of its calls; "" when the run's model answered them all."""
+    counts = getattr(summary, "calls_by_model", None) or {}
+    if set(counts) <= {summary.model}:
+        return ""
+    return "; answered by " + ", ".join(f"{model} {n}" for model, n in counts.items())

@@ -257,6 +257,9 @@ class LLMReply(BaseModel):
 
 class LLMTotals(BaseModel):
     calls: int = 0
+    answered_by: dict[str, int] = Field(default_factory=dict)
+    """The calls each model answered (the primary or a fallback), by model string: the
+    summary tells a build the fallback served from one the primary did."""
     failed_attempts: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
@@ -602,6 +605,7 @@ class LLMClient:
         self._log(record)
         t = self.totals
         t.calls += 1
+        t.answered_by[model] = t.answered_by.get(model, 0) + 1
         t.tokens_in += reply.tokens_in
         t.tokens_out += reply.tokens_out
         t.tokens_cached += reply.tokens_cached

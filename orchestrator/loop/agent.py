@@ -757,6 +757,7 @@ class Builder:
         s, t = self.summary, self.llm.totals
         s.seconds = round(self.base_seconds + time.time() - self.started, 3)
         s.llm_calls, s.failed_attempts = t.calls, t.failed_attempts
+        s.calls_by_model = dict(t.answered_by)
         s.tokens_in, s.tokens_out, s.cost_usd = t.tokens_in, t.tokens_out, t.cost_usd
         s.tokens_cached = t.tokens_cached
         s.files = self.workspace.files()
