@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import shlex
 import sys
 
@@ -157,7 +158,14 @@ def number(cast: type, valid, rule: str):
 
 positive = number(int, lambda n: n >= 1, "must be at least 1")
 unit = number(float, lambda n: 0.0 <= n <= 1.0, "is not between 0 and 1")
-positive_float = number(float, lambda n: n > 0, "must be more than 0")
+positive_float = number(float, lambda n: 0 < n < math.inf, "must be a finite number more than 0")
+REQUEST_TIMEOUT = (1, 3600)
+"""The bounds of ``--request-timeout`` in seconds (a model's default is 600)."""
+request_timeout = number(
+    float,
+    lambda n: REQUEST_TIMEOUT[0] <= n <= REQUEST_TIMEOUT[1],
+    f"must be between {REQUEST_TIMEOUT[0]} and {REQUEST_TIMEOUT[1]} seconds",
+)
 
 
 @functools.cache
@@ -193,6 +201,13 @@ def model_options() -> Parser:
         type=url,
         metavar="URL",
         help="server URL of the fallback model given in the same place (repeatable)",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=request_timeout,
+        metavar="SECONDS",
+        help="give up one model request after this long; it is retried, up to 4 attempts "
+        f"(default 600, at most {REQUEST_TIMEOUT[1]})",
     )
     return p
 

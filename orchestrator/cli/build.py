@@ -159,7 +159,7 @@ def _run(builder, args: argparse.Namespace) -> int:
         def progress(p) -> None:
             nonlocal shown
             if live:
-                status.update(f"{p.phase} · round {p.round}/{p.budget} · {p.action}")
+                status.update(output.StatusLine(p))
             for phase in builder.summary.phases[shown:]:
                 _phase_line(phase)
             shown = len(builder.summary.phases)

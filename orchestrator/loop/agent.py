@@ -130,10 +130,18 @@ class BudgetExhausted(PhaseEnded):
 
 @dataclass
 class Progress:
+    """Where a build is, for the live status line: the phase, its round, what it does
+    now (``thinking``: waiting for the model; a tool's name; ``checking``), since when,
+    and what the build has spent so far."""
+
     phase: str
     round: int
     budget: int
     action: str
+    since: float = 0.0
+    """When ``action`` began (a Unix time): the status line shows how long it has taken."""
+    tokens: int = 0
+    cost_usd: float | None = None
 
 
 @dataclass
@@ -718,7 +726,18 @@ class Builder:
             )
 
     def _progress(self, p: PhaseRun, action: str) -> None:
-        self.on_progress(Progress(p.result.phase, p.result.rounds, p.result.budget, action))
+        t, r = self.llm.totals, p.result
+        self.on_progress(
+            Progress(
+                r.phase,
+                r.rounds,
+                r.budget,
+                action,
+                since=time.time(),
+                tokens=t.tokens_in + t.tokens_out,
+                cost_usd=t.cost_usd,
+            )
+        )
 
     def _draft_skill(self) -> None:
         """A passing single build whose work recurs drafts a skill (one short extra call)."""

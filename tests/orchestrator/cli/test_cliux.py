@@ -112,3 +112,95 @@ def test_12_the_install_notes_name_the_key_of_the_models_provider(
     assert len(notes) == 1 and f"Environment={key}=" in notes[0], lines
     other = "ANTHROPIC_API_KEY" if key == "OPENAI_API_KEY" else "OPENAI_API_KEY"
     assert not any(other in x for x in lines)
+
+
+# --- 18: the status line counts the wait; --request-timeout on every model command --------------
+
+
+def test_18_the_status_line_shows_the_time_waited_tokens_and_cost():
+    from orchestrator.cli.output import StatusLine
+    from orchestrator.loop.agent import Progress
+
+    now = [1000.0]
+    p = Progress("implement", 3, 30, "thinking", since=1000.0, tokens=12345, cost_usd=0.00105)
+    line = StatusLine(p, clock=lambda: now[0])
+    assert line.text() == "implement · round 3/30 · thinking 0 s · 12,345 tokens · $0.00105"
+    now[0] += 185  # a server that does not answer: the same line, rendered again later
+    assert "thinking 3 min 05 s" in line.text()
+    unpriced = Progress("plan", 1, 8, "run", since=1000.0, tokens=0)
+    assert StatusLine(unpriced, clock=lambda: 1000.0).text().endswith("· 0 tokens")
+
+
+def test_18_a_builds_progress_carries_when_it_began_and_the_spend_so_far(home):
+    import importlib.util
+    import time
+
+    from orchestrator.home import Home
+    from orchestrator.llm.backends import register_script
+    from orchestrator.loop.agent import Builder
+    from tests.support import build_config
+
+    root = Path(__file__).resolve().parents[3]
+    spec = importlib.util.spec_from_file_location("wf", root / "examples/wordfreq/policy.py")
+    wordfreq = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wordfreq)
+    model = register_script("status-wordfreq", wordfreq.policy)
+    builder = Builder.start(Home(home), build_config(model), wordfreq.TASK)
+    seen = []
+    builder.on_progress = seen.append
+    started = time.time()
+    builder.build()
+    assert seen and all(started <= p.since <= time.time() for p in seen)
+    tokens = [p.tokens for p in seen]
+    assert tokens == sorted(tokens) and tokens[0] == 0 and tokens[-1] > 0
+
+
+MODEL_COMMANDS = [
+    ["build", "a task"],
+    ["enhance", ".", "add a flag"],
+    ["iterate", "20260101-000000-abcdef", "more"],
+    ["matrix", "run"],
+    ["improve"],
+    ["nightly"],
+]
+
+
+@pytest.mark.parametrize("argv", MODEL_COMMANDS, ids=lambda a: a[0])
+def test_18_every_command_that_calls_a_model_takes_request_timeout(argv):
+    from orchestrator.cli import build_parser
+
+    args = build_parser().parse_args([*argv, "--request-timeout", "30"])
+    assert args.request_timeout == 30.0
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "3601", "inf", "nan", "soon"])
+def test_18_request_timeout_is_bounded_and_validated(home, capsys, value):
+    code, out, err = run(
+        capsys, "build", "a task", "--model", "openai/x", "--request-timeout", value
+    )
+    line = one_error_line(err)
+    assert code == 2 and "--request-timeout" in line and repr(value) in line
+    nothing_made(home)
+
+
+def test_18_request_timeout_reaches_the_model_call(home, capsys):
+    import argparse
+    import time
+
+    from orchestrator.cli import build_parser
+    from orchestrator.cli.config import build_config
+    from orchestrator.llm.client import LLMClient, ModelError, litellm_module
+    from tests.fakes.openai_server import FakeOpenAI
+
+    litellm_module()  # imported before the clock starts: only the request is timed
+
+    with FakeOpenAI(lambda body: {"status": 200, "delay_s": 3}) as silent:
+        argv = ["build", "t", "--model", "openai/m", "--api-base", silent.api_base]
+        args: argparse.Namespace = build_parser().parse_args([*argv, "--request-timeout", "1"])
+        config = build_config(args).llm
+        assert config.request_timeout_s == 1.0
+        llm = LLMClient(config.model_copy(update={"max_attempts": 1}))
+        started = time.perf_counter()
+        with pytest.raises(ModelError):
+            llm.complete([{"role": "user", "content": "hello"}])
+        assert time.perf_counter() - started < 4
