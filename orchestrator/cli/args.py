@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import shlex
 import sys
 
@@ -138,6 +139,19 @@ def words(value: str) -> str:
     return value
 
 
+def url(value: str) -> str:
+    """An argparse type: a model server's URL (http:// or https://, a host, a port that is
+    one); every option that takes a URL uses this one check, the check the model's
+    configuration makes (:func:`orchestrator.llm.client.check_api_base`)."""
+    from orchestrator.llm.client import ModelError, check_api_base
+
+    try:
+        check_api_base(value, "the URL")
+    except ModelError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("the URL ")) from None
+    return value
+
+
 def checked_home(args: argparse.Namespace, write: bool = False, create: bool = False) -> Home:
     """The ``--home`` of a command, checked; only with ``create`` is a missing one made."""
     home = Home.resolve(getattr(args, "home", None))
@@ -168,7 +182,14 @@ def number(cast: type, valid, rule: str):
 
 positive = number(int, lambda n: n >= 1, "must be at least 1")
 unit = number(float, lambda n: 0.0 <= n <= 1.0, "is not between 0 and 1")
-positive_float = number(float, lambda n: n > 0, "must be more than 0")
+positive_float = number(float, lambda n: 0 < n < math.inf, "must be a finite number more than 0")
+REQUEST_TIMEOUT = (1, 3600)
+"""The bounds of ``--request-timeout`` in seconds (a model's default is 600)."""
+request_timeout = number(
+    float,
+    lambda n: REQUEST_TIMEOUT[0] <= n <= REQUEST_TIMEOUT[1],
+    f"must be between {REQUEST_TIMEOUT[0]} and {REQUEST_TIMEOUT[1]} seconds",
+)
 
 
 @functools.cache
@@ -189,7 +210,9 @@ def home_options() -> Parser:
 def model_options() -> Parser:
     p = Parser(add_help=False)
     p.add_argument("--model", help="litellm model string (default: $CADILLAC_MODEL)")
-    p.add_argument("--api-base", metavar="URL", help="server URL of --model (a local server)")
+    p.add_argument(
+        "--api-base", type=url, metavar="URL", help="server URL of --model (a local server)"
+    )
     p.add_argument(
         "--fallback-model",
         action="append",
@@ -199,8 +222,16 @@ def model_options() -> Parser:
     p.add_argument(
         "--fallback-api-base",
         action="append",
+        type=url,
         metavar="URL",
         help="server URL of the fallback model given in the same place (repeatable)",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=request_timeout,
+        metavar="SECONDS",
+        help="give up one model request after this long; it is retried, up to 4 attempts "
+        f"(default 600, at most {REQUEST_TIMEOUT[1]})",
     )
     return p
 
@@ -253,7 +284,10 @@ def cycle_options() -> Parser:
     )
     p.add_argument("--improver-model", metavar="M", help="model that writes patches")
     p.add_argument(
-        "--improver-api-base", metavar="URL", help="server URL of --improver-model (a local server)"
+        "--improver-api-base",
+        type=url,
+        metavar="URL",
+        help="server URL of --improver-model (a local server)",
     )
     p.add_argument(
         "--repo", metavar="PATH", help="the repository to patch (default: cadillac's own)"

@@ -167,7 +167,7 @@ def _run(builder, args: argparse.Namespace) -> int:
         def progress(p) -> None:
             nonlocal shown
             if live:
-                status.update(f"{p.phase} · round {p.round}/{p.budget} · {p.action}")
+                status.update(output.StatusLine(p))
             for phase in builder.summary.phases[shown:]:
                 _phase_line(phase)
             shown = len(builder.summary.phases)
@@ -196,6 +196,8 @@ def _phase_line(phase) -> None:
 
 
 def show_summary(summary) -> None:
+    from orchestrator.llm.prices import usd
+
     columns = ("phase", "outcome", "rounds", "budget", "seconds", "check")
     table = output.table(
         f"run {summary.run_id}: {summary.status}", columns, right=("rounds", "budget", "seconds")
@@ -204,11 +206,12 @@ def show_summary(summary) -> None:
         table.add_row(p.phase, p.outcome, str(p.rounds), str(p.budget), f"{p.seconds:.1f}", p.check)
     console = output.out()
     console.print(table)
-    cost = "unknown" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"
+    cost = "unknown" if summary.cost_usd is None else f"${usd(summary.cost_usd)}"
     cached = f" ({summary.tokens_cached:,} from the cache)" if summary.tokens_cached else ""
     console.print(
         f"{summary.reason}\nmodel {summary.model}: {summary.llm_calls} call(s) "
-        f"({summary.failed_attempts} retried), {summary.tokens_in:,} tokens in{cached}, "
+        f"({summary.failed_attempts} retried{output.answered_by(summary)}), "
+        f"{summary.tokens_in:,} tokens in{cached}, "
         f"{summary.tokens_out:,} out, cost {cost}; {summary.seconds:.1f} s\n"
         f"lessons: {len(summary.lessons_recalled)} recalled, {len(summary.lessons_applied)} "
         f"applied, {len(summary.lessons_saved)} saved, {len(summary.lessons_boosted)} boosted, "

@@ -102,11 +102,13 @@ def build_config(
     for base in fallback_bases:
         if base:
             utf8(base, "--fallback-api-base")
+    timeout = getattr(args, "request_timeout", None)
     llm = LLMConfig(
         model=model,
         api_base=api_base,
         fallback_models=fallbacks,
         fallback_api_bases=fallback_bases,
+        **({} if timeout is None else {"request_timeout_s": timeout}),
     )
     if len(llm.fallback_api_bases) > len(llm.fallback_models):
         raise CadillacError("--fallback-api-base given without a --fallback-model to belong to")

@@ -140,6 +140,7 @@ def cycle_request(args: argparse.Namespace, max_seconds: float | None = None):
     improver = LLMConfig(
         model=args.improver_model or builder.model,
         api_base=args.improver_api_base or (None if args.improver_model else builder.api_base),
+        request_timeout_s=builder.request_timeout_s,
     )
     fields = {
         "builder": builder,

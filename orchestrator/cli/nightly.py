@@ -22,6 +22,7 @@ from orchestrator.cli.args import (
     spend_options,
 )
 from orchestrator.cli.improve import cycle_request, time_budget_option, warn_about_caps
+from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 
 
@@ -121,9 +122,10 @@ def _nightly_parser() -> Parser:
     return parser
 
 
-def check_nightly_args(words: list[str]) -> None:
+def check_nightly_args(words: list[str]) -> argparse.Namespace:
     """Parse the arguments a schedule will give ``cadillac nightly`` with the nightly's own
-    parser, so a typo is refused now, not every night (UsageError naming the argument)."""
+    parser, so a typo is refused now, not every night (UsageError naming the argument);
+    the nightly's parsed arguments."""
     if any(w == "-h" or (len(w) > 2 and "--help".startswith(w)) for w in words):
         raise UsageError("schedule: --help is not a nightly argument to schedule")
     try:
@@ -138,6 +140,12 @@ def check_nightly_args(words: list[str]) -> None:
         raise UsageError(
             "schedule: --home goes before '--' (the schedule gives it to the nightly itself)"
         )
+    if not parsed.model or not parsed.model.strip():
+        raise UsageError(
+            "schedule: give the nightly its model after '--' (as in 'cadillac schedule print "
+            "-- --model openai/gpt-4o'): cron and systemd pass no CADILLAC_MODEL"
+        )
+    return parsed
 
 
 def schedule(args: argparse.Namespace) -> int:
@@ -146,4 +154,11 @@ def schedule(args: argparse.Namespace) -> int:
     args.nightly_args = [a for a in (args.nightly_args or []) if a != "--"]
     if args.action != "remove":
         check_nightly_args(args.nightly_args)
+    if args.action == "print":  # install makes the home; a printed line would find none
+        home = Home.resolve(getattr(args, "home", None))
+        if not home.root.is_dir():
+            raise CadillacError(
+                f"schedule print: the home {home.root} does not exist, so the line would fail "
+                "every night: make it, or run 'cadillac schedule install', which makes it"
+            )
     return handle(args)

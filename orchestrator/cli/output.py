@@ -102,3 +102,49 @@ def fields(values: dict) -> None:
             shown = str(value)
         t.add_row(key, shown)
     out().print(t)
+
+
+def answered_by(summary) -> str:
+    """``; answered by M1 13, M2 8`` when a model other than the run's own (a fallback)
+    answered some of its calls; "" when the run's model answered them all."""
+    counts = getattr(summary, "calls_by_model", None) or {}
+    if set(counts) <= {summary.model}:
+        return ""
+    return "; answered by " + ", ".join(f"{model} {n}" for model, n in counts.items())
+
+
+def seconds(value: float) -> str:
+    """A duration as a person reads it: ``42 s``, ``3 min 05 s``, ``1 h 02 min``."""
+    value = max(0, int(value))
+    if value < 60:
+        return f"{value} s"
+    if value < 3600:
+        return f"{value // 60} min {value % 60:02d} s"
+    return f"{value // 3600} h {value % 3600 // 60:02d} min"
+
+
+class StatusLine:
+    """The live status line of a build: its phase and round, what it does and for how long
+    (counted while it waits, so a server that never answers shows the time passing), and
+    the tokens and cost so far. rich renders it again at every refresh of the status."""
+
+    def __init__(self, progress, clock=None):
+        import time
+
+        self.progress = progress
+        self.clock = clock or time.time
+
+    def text(self) -> str:
+        from orchestrator.llm.prices import usd
+
+        p = self.progress
+        cost = "" if p.cost_usd is None else f" · ${usd(p.cost_usd)}"
+        return (
+            f"{p.phase} · round {p.round}/{p.budget} · {p.action} "
+            f"{seconds(self.clock() - p.since)} · {p.tokens:,} tokens{cost}"
+        )
+
+    def __rich__(self):
+        from rich.text import Text
+
+        return Text(self.text())  # no markup read into a phase's or a tool's name

@@ -111,7 +111,13 @@ def check_api_base(base: str | None, what: str = "api base") -> None:
         raise ModelError(f"{what} {base!r} is empty: give an http:// or https:// URL ({example})")
     if base != base.strip() or any(c.isspace() for c in base):
         raise ModelError(f"{what} {base!r} holds blanks: give the URL alone ({example})")
-    parts = urlsplit(base)
+    try:
+        parts = urlsplit(base)
+    except ValueError as exc:  # an unclosed or malformed [IPv6] host
+        raise ModelError(
+            f"{what} {base!r} is not a URL ({_first_line(exc)}): a host in brackets is an "
+            "IPv6 address, as in http://[::1]:8080/v1"
+        ) from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
         if "://" not in base:
@@ -251,6 +257,9 @@ class LLMReply(BaseModel):
 
 class LLMTotals(BaseModel):
     calls: int = 0
+    answered_by: dict[str, int] = Field(default_factory=dict)
+    """The calls each model answered (the primary or a fallback), by model string: the
+    summary tells a build the fallback served from one the primary did."""
     failed_attempts: int = 0
     """Attempts that failed and were tried again (the summary's "retried"): an error that is
     not retried, or one on the last attempt, is not counted."""
@@ -599,6 +608,7 @@ class LLMClient:
         self._log(record)
         t = self.totals
         t.calls += 1
+        t.answered_by[model] = t.answered_by.get(model, 0) + 1
         t.tokens_in += reply.tokens_in
         t.tokens_out += reply.tokens_out
         t.tokens_cached += reply.tokens_cached

@@ -7,6 +7,8 @@ stop its spending, and a cap in tokens must be given instead.
 
 from __future__ import annotations
 
+import math
+
 from orchestrator.llm import backends
 from orchestrator.llm.client import litellm_module
 
@@ -49,3 +51,25 @@ def highest_prices(models: list[str]) -> tuple[float, float] | None:
     if not found:
         return None
     return max(p for p, _ in found), max(p for _, p in found)
+
+
+def usd(value: float) -> str:
+    """A cost in dollars with enough digits to tell it from a cap near it: two decimals at
+    least, and three significant digits (``0.00105``, not ``0.0010``; ``12.35``)."""
+    if value <= 0 or not math.isfinite(value):
+        return f"{value:.2f}"
+    decimals = max(2, 2 - math.floor(math.log10(value)))
+    text = f"{value:.{decimals}f}".rstrip("0")
+    whole, _, fraction = text.partition(".")
+    return f"{whole}.{fraction.ljust(2, '0')}"
+
+
+def cost_stop(cap: float, spent: float) -> str:
+    """Why a build stopped at its ``--max-cost``: before passing it, or (a call's cost is
+    known only once it is made) after passing it, by how much."""
+    if spent > cap:
+        return (
+            f"stopped at --max-cost {usd(cap)} USD: spent {usd(spent)}, overshot by "
+            f"{usd(spent - cap)} (the last call's cost was known only once it was made)"
+        )
+    return f"stopped before the spend passes --max-cost {usd(cap)} USD (spent {usd(spent)})"

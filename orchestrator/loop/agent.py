@@ -43,6 +43,7 @@ from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
 from orchestrator.llm.client import LLMClient, LLMConfig, ModelError, ToolCall, check_model
+from orchestrator.llm.prices import cost_stop
 from orchestrator.loop import source as sources
 from orchestrator.loop.context import compact
 from orchestrator.loop.knowledge import Knowledge
@@ -130,10 +131,18 @@ class BudgetExhausted(PhaseEnded):
 
 @dataclass
 class Progress:
+    """Where a build is, for the live status line: the phase, its round, what it does
+    now (``thinking``: waiting for the model; a tool's name; ``checking``), since when,
+    and what the build has spent so far."""
+
     phase: str
     round: int
     budget: int
     action: str
+    since: float = 0.0
+    """When ``action`` began (a Unix time): the status line shows how long it has taken."""
+    tokens: int = 0
+    cost_usd: float | None = None
 
 
 @dataclass
@@ -735,10 +744,7 @@ class Builder:
         calls = max(totals.calls, 1)
         cap, spent = self.config.max_cost_usd, totals.cost_usd
         if cap is not None and spent is not None and spent + spent / calls > cap:
-            raise CostLimitReached(
-                f"stopped before the spend passes --max-cost {cap:g} USD (spent {spent:.4f}); "
-                f"resume with --resume {self.run.id}"
-            )
+            raise CostLimitReached(f"{cost_stop(cap, spent)}; resume with --resume {self.run.id}")
         tokens, used = self.config.max_tokens, totals.tokens_in + totals.tokens_out
         if tokens is not None and used + used / calls > tokens:
             raise CostLimitReached(
@@ -747,7 +753,18 @@ class Builder:
             )
 
     def _progress(self, p: PhaseRun, action: str) -> None:
-        self.on_progress(Progress(p.result.phase, p.result.rounds, p.result.budget, action))
+        t, r = self.llm.totals, p.result
+        self.on_progress(
+            Progress(
+                r.phase,
+                r.rounds,
+                r.budget,
+                action,
+                since=time.time(),
+                tokens=t.tokens_in + t.tokens_out,
+                cost_usd=t.cost_usd,
+            )
+        )
 
     def _draft_skill(self) -> None:
         """A passing single build whose work recurs drafts a skill (one short extra call)."""
@@ -786,6 +803,7 @@ class Builder:
         s, t = self.summary, self.llm.totals
         s.seconds = round(self.base_seconds + time.time() - self.started, 3)
         s.llm_calls, s.failed_attempts = t.calls, t.failed_attempts
+        s.calls_by_model = dict(t.answered_by)
         s.tokens_in, s.tokens_out, s.cost_usd = t.tokens_in, t.tokens_out, t.cost_usd
         s.tokens_cached = t.tokens_cached
         s.files = self.workspace.files()

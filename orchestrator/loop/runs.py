@@ -133,6 +133,8 @@ class RunSummary(BaseModel):
     seconds: float = 0.0
     phases: list[PhaseSummary] = Field(default_factory=list)
     llm_calls: int = 0
+    calls_by_model: dict[str, int] = Field(default_factory=dict)
+    """Of ``llm_calls``, those each model answered (the primary or a fallback)."""
     failed_attempts: int = 0
     tokens_in: int = 0
     tokens_out: int = 0

@@ -8,7 +8,11 @@ marker comment naming the home (``# cadillac nightly for <home>``), so a home ha
 at most one entry and the user's other lines are kept; ``flock -n`` on
 ``<home>/nightly.cron.lock`` skips a night that would overlap the last one
 (nightly takes its own lock as well; this one just keeps cron from piling up
-waiting processes), and its output goes to ``<home>/runs/nightly-cron.log``.
+waiting processes), and its output goes to ``<home>/runs/nightly-cron.log``, whose
+folder the line makes first (``mkdir -p``: the shell opens the redirect before
+cadillac starts, so on a fresh home it would fail every night with nothing logged).
+The notes after an install name the key variable of the ``--model``'s provider
+(:func:`orchestrator.llm.keys.provider_env`).
 systemd gets ``cadillac-nightly.service`` (oneshot, so a timer never starts a
 second run while one is active) and ``cadillac-nightly.timer`` (daily,
 ``Persistent=true`` so a night missed while the machine was off runs at boot,
@@ -106,6 +110,24 @@ class ScheduleConfig(BaseModel):
         hour, minute = self.at.split(":")
         return int(hour), int(minute)
 
+    def option(self, name: str) -> str | None:
+        """The value of the nightly argument ``name`` (``--model``), the last one given."""
+        found = None
+        for i, arg in enumerate(self.args):
+            if arg == name and i + 1 < len(self.args):
+                found = self.args[i + 1]
+            elif arg.startswith(f"{name}="):
+                found = arg.partition("=")[2]
+        return found
+
+    def key_variables(self) -> tuple[str, ...]:
+        """The variables the nightly's ``--model`` reads (its provider's key first; none for a
+        model built into cadillac), which the scheduler's bare environment lacks."""
+        from orchestrator.llm.keys import provider_env
+
+        model = self.option("--model")
+        return provider_env(model, self.option("--api-base")) if model else ()
+
     def nightly_command(self) -> list[str]:
         return [str(self.cadillac), "nightly", "--home", str(self.home), *self.args]
 
@@ -128,6 +150,9 @@ def cron_line(cfg: ScheduleConfig) -> str:
         [
             "cd",
             shlex.quote(str(home)),
+            "&&",
+            "mkdir -p",  # the log's folder: the redirect is opened before cadillac starts
+            shlex.quote(str((home / CRON_LOG).parent)),
             "&&",
             "flock -n",
             shlex.quote(str(home / CRON_LOCK)),
@@ -194,8 +219,11 @@ def _install_cron(cfg: ScheduleConfig) -> list[str]:
     return [
         f"{verb} the cron entry for {cfg.home}: cadillac nightly every day at {cfg.at}",
         f"output goes to {cfg.home / CRON_LOG}",
-        "note: cron passes no login environment; put the provider key (e.g. "
-        "ANTHROPIC_API_KEY=...) on a line of its own at the top of 'crontab -e'",
+        *[
+            "note: cron passes no login environment; put the provider key "
+            f"({key}=...) on a line of its own at the top of 'crontab -e'"
+            for key in cfg.key_variables()[:1]
+        ],
     ]
 
 
@@ -304,10 +332,13 @@ def _install_systemd(cfg: ScheduleConfig) -> list[str]:
     else:
         lines.append("no systemd user manager answered; to start the timer, run:")
         lines += [f"  {shlex.join(['systemctl', '--user', *command])}" for command in commands]
+    lines.append(
+        "note: the timer runs only while you are logged in unless you run 'loginctl enable-linger'"
+    )
     lines += [
-        "note: the timer runs only while you are logged in unless you run 'loginctl enable-linger'",
         "note: the service sees no login environment; add the provider key with "
-        f"'systemctl --user edit {SERVICE}' ([Service] Environment=ANTHROPIC_API_KEY=...)",
+        f"'systemctl --user edit {SERVICE}' ([Service] Environment={key}=...)"
+        for key in cfg.key_variables()[:1]
     ]
     return lines
 

@@ -193,8 +193,21 @@ def _json_type(value: Any) -> str:
 
 
 def _kind(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return _choices(prop)
     kind = prop["type"]
     return f"array of {prop['items']['type']}s" if kind == "array" else kind
+
+
+def _choices(prop: dict[str, Any]) -> str:
+    """The values an enum argument takes, as JSON: ``"do" | "dont"``."""
+    return " | ".join(json.dumps(v, ensure_ascii=False) for v in prop["enum"])
+
+
+def _shown(value: Any) -> str:
+    """A value the model sent, as JSON, cut short: ``"nope"``, ``5``."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def signature(name: str) -> str:
@@ -268,12 +281,29 @@ def parse_arguments(name: str, raw: str) -> ToolArgs:
 
 
 def _problem(error: dict[str, Any], data: dict[str, Any], params: dict[str, Any]) -> str:
-    key = str(error["loc"][0]) if error["loc"] else ""
-    if error["type"] == "missing":
+    """One pydantic error as the model should read it, by its type: a missing or unexpected
+    argument; a value that is not one of an enum's (the valid values named); an item of a
+    list of the wrong type (which item); a value of the wrong JSON type; anything else with
+    pydantic's own words after the argument's name."""
+    loc, kind = error["loc"], error["type"]
+    key = str(loc[0]) if loc else ""
+    if kind == "missing":
         return f"missing required argument {key!r}"
-    if error["type"] == "extra_forbidden":
+    if kind == "extra_forbidden":
         return f"unexpected argument {key!r}"
     prop = params["properties"].get(key)
     if prop is None:
         return error["msg"]
-    return f"{key!r} must be of type {_kind(prop)}, not {_json_type(data.get(key))}"
+    given = data.get(key)
+    if "enum" in prop:
+        return f"{key!r} must be one of {_choices(prop)}, not {_shown(given)}"
+    if len(loc) > 1 and prop.get("type") == "array" and isinstance(given, list):
+        item = loc[1]
+        value = given[item] if isinstance(item, int) and 0 <= item < len(given) else None
+        return (
+            f"item {item} of {key!r} must be of type {prop['items']['type']}, "
+            f"not {_json_type(value)}"
+        )
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return f"{key!r} must be of type {_kind(prop)}, not {_json_type(given)}"
+    return f"{key!r}: {error['msg']}"

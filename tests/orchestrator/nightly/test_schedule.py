@@ -99,7 +99,8 @@ def test_cron_line(home: Path, cadillac: Path):
     assert marker == f"# cadillac nightly for {home}"
     assert line.startswith("30 4 * * * ")
     assert shlex.split(cron_command(line)) == [
-        "cd", str(home), "&&", "flock", "-n", str(home / "nightly.cron.lock"),
+        "cd", str(home), "&&", "mkdir", "-p", str(home / "runs"), "&&",
+        "flock", "-n", str(home / "nightly.cron.lock"),
         str(cadillac), "nightly", "--home", str(home), "--model", "m/x",
         ">>", str(home / "runs" / "nightly-cron.log"), "2>&1",
     ]  # fmt: skip

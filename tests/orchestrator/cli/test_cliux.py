@@ -1,0 +1,206 @@
+"""Issue 22, the command line's items (6, 12, 16, 18, 21): each mistake is one
+``cadillac: error:`` line with exit status 2, and what is printed says what happened."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support import one_error_line, run
+
+BAD_URLS = ["http://[::1", "http://[oops]:80/v1", ""]
+URL_OPTIONS = [
+    ["build", "--model", "openai/x", "--api-base", "{url}", "a task"],
+    [
+        "build",
+        "--model",
+        "openai/x",
+        "--fallback-model",
+        "openai/y",
+        "--fallback-api-base",
+        "{url}",
+        "a task",
+    ],
+    ["schedule", "print", "--", "--model", "openai/x", "--api-base", "{url}"],
+    ["schedule", "print", "--", "--model", "openai/x", "--improver-api-base", "{url}"],
+]
+
+
+def nothing_made(home: Path) -> None:
+    runs = home / "runs"
+    assert not runs.exists() or not list(runs.iterdir()), sorted(runs.iterdir())
+
+
+# --- 6: a malformed URL is one line, exit 2, wherever a URL is taken ----------------------------
+
+
+@pytest.mark.parametrize("argv", URL_OPTIONS, ids=lambda a: " ".join(a[:2]))
+@pytest.mark.parametrize("url", BAD_URLS)
+def test_6_a_malformed_url_is_one_line_and_exit_2(home, capsys, argv, url):
+    code, out, err = run(capsys, *[url if a == "{url}" else a for a in argv])
+    line = one_error_line(err)
+    assert code == 2 and repr(url) in line and "api-base" in line
+    nothing_made(home)
+
+
+def test_6_a_malformed_ipv6_url_in_the_environment_is_one_line(home, capsys, monkeypatch):
+    monkeypatch.setenv("CADILLAC_API_BASE", "http://[::1")
+    code, out, err = run(capsys, "build", "--model", "openai/x", "a task")
+    assert code != 0 and "'http://[::1' is not a URL" in one_error_line(err)
+    nothing_made(home)
+
+
+# --- 12: the schedule's line works on a fresh home, and refuses what cron would lack ------------
+
+
+def _script(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.skipif(shutil.which("flock") is None, reason="flock is not installed")
+def test_12_the_cron_line_runs_on_a_fresh_home_and_logs(tmp_path, capsys):
+    home = tmp_path / "fresh 'home' $x"
+    home.mkdir()  # as `cadillac schedule install` leaves it: no runs/ yet
+    fake = _script(tmp_path / "bin" / "cadillac", 'echo "nightly ran: $*"')
+    from orchestrator.nightly.schedule import ScheduleConfig, cron_line
+
+    cfg = ScheduleConfig(home=home, cadillac=fake, args=["--model", "openai/gpt-4o"])
+    command = cron_line(cfg).splitlines()[1].split(" ", 5)[5].replace("\\%", "%")
+    done = subprocess.run(["/bin/sh", "-c", command], cwd="/", timeout=30, capture_output=True)
+    assert done.returncode == 0, done.stderr
+    log = (home / "runs" / "nightly-cron.log").read_text(encoding="utf-8")
+    assert log.startswith("nightly ran: nightly --home ")
+
+
+def test_12_schedule_print_refuses_a_home_that_does_not_exist(tmp_path, capsys):
+    missing = tmp_path / "no-such-home"
+    code, out, err = run(
+        capsys, "schedule", "print", "--home", str(missing), "--", "--model", "openai/gpt-4o"
+    )
+    line = one_error_line(err)
+    assert code == 1 and str(missing) in line and "does not exist" in line and out == ""
+    assert not missing.exists()
+
+
+@pytest.mark.parametrize("kind", ["--cron", "--systemd"])
+def test_12_schedule_refuses_a_nightly_without_a_model(home, capsys, monkeypatch, kind):
+    monkeypatch.setenv("CADILLAC_MODEL", "openai/gpt-4o")  # here, but not in cron's env
+    for action in ("print", "install"):
+        code, out, err = run(capsys, "schedule", action, kind, "--", "--iterations", "2")
+        line = one_error_line(err)
+        assert code == 2 and "--model" in line and "CADILLAC_MODEL" in line and out == ""
+
+
+@pytest.mark.parametrize(
+    "model, key", [("openai/gpt-4o", "OPENAI_API_KEY"), ("anthropic/claude-x", "ANTHROPIC_API_KEY")]
+)
+def test_12_the_install_notes_name_the_key_of_the_models_provider(
+    home, tmp_path, monkeypatch, capsys, model, key
+):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no systemctl
+    from orchestrator.nightly.schedule import ScheduleConfig, install
+
+    fake = _script(tmp_path / "bin" / "cadillac", "exit 0")
+    lines = install(ScheduleConfig(home=home, cadillac=fake, args=["--model", model]), "systemd")
+    notes = [x for x in lines if "provider key" in x]
+    assert len(notes) == 1 and f"Environment={key}=" in notes[0], lines
+    other = "ANTHROPIC_API_KEY" if key == "OPENAI_API_KEY" else "OPENAI_API_KEY"
+    assert not any(other in x for x in lines)
+
+
+# --- 18: the status line counts the wait; --request-timeout on every model command --------------
+
+
+def test_18_the_status_line_shows_the_time_waited_tokens_and_cost():
+    from orchestrator.cli.output import StatusLine
+    from orchestrator.loop.agent import Progress
+
+    now = [1000.0]
+    p = Progress("implement", 3, 30, "thinking", since=1000.0, tokens=12345, cost_usd=0.00105)
+    line = StatusLine(p, clock=lambda: now[0])
+    assert line.text() == "implement · round 3/30 · thinking 0 s · 12,345 tokens · $0.00105"
+    now[0] += 185  # a server that does not answer: the same line, rendered again later
+    assert "thinking 3 min 05 s" in line.text()
+    unpriced = Progress("plan", 1, 8, "run", since=1000.0, tokens=0)
+    assert StatusLine(unpriced, clock=lambda: 1000.0).text().endswith("· 0 tokens")
+
+
+def test_18_a_builds_progress_carries_when_it_began_and_the_spend_so_far(home):
+    import importlib.util
+    import time
+
+    from orchestrator.home import Home
+    from orchestrator.llm.backends import register_script
+    from orchestrator.loop.agent import Builder
+    from tests.support import build_config
+
+    root = Path(__file__).resolve().parents[3]
+    spec = importlib.util.spec_from_file_location("wf", root / "examples/wordfreq/policy.py")
+    wordfreq = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wordfreq)
+    model = register_script("status-wordfreq", wordfreq.policy)
+    builder = Builder.start(Home(home), build_config(model), wordfreq.TASK)
+    seen = []
+    builder.on_progress = seen.append
+    started = time.time()
+    builder.build()
+    assert seen and all(started <= p.since <= time.time() for p in seen)
+    tokens = [p.tokens for p in seen]
+    assert tokens == sorted(tokens) and tokens[0] == 0 and tokens[-1] > 0
+
+
+MODEL_COMMANDS = [
+    ["build", "a task"],
+    ["enhance", ".", "add a flag"],
+    ["iterate", "20260101-000000-abcdef", "more"],
+    ["matrix", "run"],
+    ["improve"],
+    ["nightly"],
+]
+
+
+@pytest.mark.parametrize("argv", MODEL_COMMANDS, ids=lambda a: a[0])
+def test_18_every_command_that_calls_a_model_takes_request_timeout(argv):
+    from orchestrator.cli import build_parser
+
+    args = build_parser().parse_args([*argv, "--request-timeout", "30"])
+    assert args.request_timeout == 30.0
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "3601", "inf", "nan", "soon"])
+def test_18_request_timeout_is_bounded_and_validated(home, capsys, value):
+    code, out, err = run(
+        capsys, "build", "a task", "--model", "openai/x", "--request-timeout", value
+    )
+    line = one_error_line(err)
+    assert code == 2 and "--request-timeout" in line and repr(value) in line
+    nothing_made(home)
+
+
+def test_18_request_timeout_reaches_the_model_call(home, capsys):
+    import argparse
+    import time
+
+    from orchestrator.cli import build_parser
+    from orchestrator.cli.config import build_config
+    from orchestrator.llm.client import LLMClient, ModelError, litellm_module
+    from tests.fakes.openai_server import FakeOpenAI
+
+    litellm_module()  # imported before the clock starts: only the request is timed
+
+    with FakeOpenAI(lambda body: {"status": 200, "delay_s": 3}) as silent:
+        argv = ["build", "t", "--model", "openai/m", "--api-base", silent.api_base]
+        args: argparse.Namespace = build_parser().parse_args([*argv, "--request-timeout", "1"])
+        config = build_config(args).llm
+        assert config.request_timeout_s == 1.0
+        llm = LLMClient(config.model_copy(update={"max_attempts": 1}))
+        started = time.perf_counter()
+        with pytest.raises(ModelError):
+            llm.complete([{"role": "user", "content": "hello"}])
+        assert time.perf_counter() - started < 4
