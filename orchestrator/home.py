@@ -104,10 +104,12 @@ class Home:
         for path in (self.memory_path, self.budgets_path):
             if path.exists() and not path.is_file():
                 raise CadillacError(f"{path} is not a file")
-            if write and path.exists() and not _writable(path):
-                from memory.jsonl import ReadOnlyFile
-
-                raise ReadOnlyFile(path, path.resolve())  # the stores' own one line
+            if write and path.exists() and not _writable(path):  # the stores' own line
+                via = f" (a link to {path.resolve()})" if path.is_symlink() else ""
+                raise CadillacError(
+                    f"read-only{via}, nothing was changed (make it writable, e.g. chmod u+w, "
+                    f"and retry): {path}"
+                )
         if write and self.runs_dir.is_dir() and not os.access(self.runs_dir, os.W_OK | os.X_OK):
             raise CadillacError(f"{self.runs_dir} is not writable; nothing was started")
         return self
