@@ -6,7 +6,9 @@ Each command group is a module here (:mod:`~orchestrator.cli.memory`,
 and holds its commands; a command imports what it needs when it runs, so ``cadillac
 --help`` stays fast and loads no heavy library. A :class:`CadillacError` (or a file-system
 error) becomes ``cadillac: error: <message>`` on stderr and exit status 1; a usage mistake
-exits 2; warnings (a corrupt line in a store, say) print as ``cadillac: warning: <message>``.
+(an empty task, no command at all: bare ``cadillac`` prints its help) exits 2;
+warnings (a corrupt line in a store, say) print as ``cadillac: warning: <message>``
+through :func:`orchestrator.cli.output.warn`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import warnings
 from collections.abc import Sequence
 
 from orchestrator import __version__
-from orchestrator.cli import build, enhance, improve, index, matrix, memory, nightly, skills
+from orchestrator.cli import build, enhance, improve, index, matrix, memory, nightly, output, skills
 from orchestrator.cli.args import Parser, UsageError, home_options
 from orchestrator.errors import CadillacError
 
@@ -41,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
-    print(f"cadillac: warning: {message}", file=sys.stderr)
+    output.warn(str(message))
 
 
 def _terminate(signum, frame):
@@ -70,9 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        if args.command is None:
+        if args.command is None:  # a command is missing: a usage mistake, as argparse has it
             parser.print_help()
-            return 0
+            return 2
         warnings.showwarning = _show_warning
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _terminate)

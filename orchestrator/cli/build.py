@@ -25,6 +25,7 @@ from pathlib import Path
 
 from orchestrator.cli import output
 from orchestrator.cli.args import (
+    UsageError,
     actions,
     command,
     load_hooks,
@@ -109,7 +110,7 @@ def build(args: argparse.Namespace) -> int:
     else:
         task = utf8(args.task or "", "the task").strip()
         if not task:
-            raise CadillacError('say what to build: cadillac build "a Flask todo API with SQLite"')
+            raise UsageError('say what to build: cadillac build "a Flask todo API with SQLite"')
         config = build_config(args)
         Builder.preflight(config)
         warn_unused_api_base(args, config)
@@ -127,7 +128,7 @@ def run_resumably(builder, args: argparse.Namespace, home: Home) -> int:
     models = [endpoint.model for endpoint in builder.config.llm.endpoints()]
     warning = cap_warning(models, builder.config.max_cost_usd, builder.config.max_tokens)
     if warning:
-        output.err().print(f"[bold yellow]warning:[/] {warning}")
+        output.warn(warning)
     try:
         return _run(builder, args)
     except KeyboardInterrupt:  # cadillac's own "interrupted" line follows this one

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from orchestrator.cli import output
 from orchestrator.cli.args import (
+    UsageError,
     command,
     load_hooks,
     model_options,
@@ -72,7 +73,7 @@ def _change_options(p) -> None:
 def _instruction(args: argparse.Namespace) -> str:
     text = utf8(args.instruction, "the instruction").strip()
     if not text:
-        raise CadillacError('say what to change: cadillac enhance . "add a --json flag"')
+        raise UsageError('say what to change: cadillac enhance . "add a --json flag"')
     if args.test_cmd is not None and not utf8(args.test_cmd, "--test-cmd").strip():
         raise CadillacError("--test-cmd is empty: give the command that runs the tests")
     return text

@@ -169,7 +169,7 @@ def warn_about_caps(request) -> None:
     models = [e.model for cfg in (request.builder, request.improver) for e in cfg.endpoints()]
     warning = cap_warning(models, request.max_cost_usd, request.max_tokens)
     if warning:
-        output.err().print(f"[bold yellow]warning:[/] {warning}")
+        output.warn(warning)
 
 
 def improve(args: argparse.Namespace) -> int:

@@ -129,7 +129,7 @@ def matrix_run(args: argparse.Namespace) -> int:
     models = [e.model for e in config.llm.endpoints()]
     warning = cap_warning(models, args.max_cost, args.max_tokens)
     if warning:
-        output.err().print(f"[bold yellow]warning:[/] {warning}")
+        output.warn(warning)
 
     def progress(run) -> None:
         if not args.json:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import webbrowser
 
 from orchestrator.cli import output
@@ -108,10 +107,7 @@ def report(args: argparse.Namespace) -> int:
         except webbrowser.Error:
             opened = False
         if not opened:
-            print(
-                f"cadillac: warning: no browser was found to open the report; it is {index}",
-                file=sys.stderr,
-            )
+            output.warn(f"no browser was found to open the report; it is {index}")
     return 0
 
 

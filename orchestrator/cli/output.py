@@ -68,9 +68,14 @@ def line(text: str) -> None:
     out().print(text, markup=False, soft_wrap=True)
 
 
+WARNING = "cadillac: warning: "
+"""The one prefix of every warning line (plugins' too: :meth:`orchestrator.hooks.Hooks.report`)."""
+
+
 def warn(message: str) -> None:
-    """One warning line on stderr."""
-    print(f"cadillac: warning: {message}", file=sys.stderr)
+    """One warning line on stderr, as it is (no markup read into it): every warning of the
+    command line goes through here, so each starts with :data:`WARNING`."""
+    print(f"{WARNING}{message}", file=sys.stderr, flush=True)
 
 
 TIME_FIELDS = frozenset({"ts", "last_used_ts", "created", "updated"})

@@ -204,3 +204,101 @@ def test_18_request_timeout_reaches_the_model_call(home, capsys):
         with pytest.raises(ModelError):
             llm.complete([{"role": "user", "content": "hello"}])
         assert time.perf_counter() - started < 4
+
+
+# --- 21: the same kind of mistake, the same answer ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["build", "a task", "--model", "openai/"], "no model"),
+        (["build", "a task", "--model", "openai/gpt-4o "], "blanks"),
+        (["build", "a task", "--model", "openai/x", "--fallback-model", "openai/"], "no model"),
+        (["improve", "--model", "openai/x", "--improver-model", " openai/y"], "blanks"),
+        (["build", "a task", "--model", "openai/x", "--api-base", ""], "is empty"),
+        (["build", "a task", "--model", "openai/x", "--max-cost", "inf"], "finite"),
+        (["matrix", "run", "--model", "openai/x", "--max-cost", "nan"], "finite"),
+        (["memory", "add", "--type", "tool_pattern", "--trigger", "two\nlines", "--fix", "x"],
+         "line break"),
+        (["memory", "add", "--type", "tool_pattern", "--trigger", "a\rb", "--fix", "x"],
+         "line break"),
+        (["build", "", "--model", "openai/x"], "say what to build"),
+        (["build", "   ", "--model", "openai/x"], "say what to build"),
+        (["enhance", ".", " ", "--model", "openai/x"], "say what to change"),
+        (["memory", "show", ""], "is empty"),
+    ],
+)  # fmt: skip
+def test_21_a_usage_mistake_is_one_line_and_exit_2(home, capsys, argv, named):
+    code, out, err = run(capsys, *argv)
+    line = one_error_line(err)
+    assert code == 2 and named in line, line
+    nothing_made(home)
+    assert not (home / "memory.jsonl").exists()
+
+
+def test_21_a_model_from_the_environment_is_checked_the_same_way(home, capsys, monkeypatch):
+    monkeypatch.setenv("CADILLAC_MODEL", "openai/")
+    code, out, err = run(capsys, "build", "a task")
+    assert code != 0 and "no model" in one_error_line(err)
+    nothing_made(home)
+
+
+def test_21_a_replay_file_with_no_responses_is_refused_before_the_run(home, capsys, tmp_path):
+    empty = tmp_path / "llm.jsonl"
+    empty.write_text('{"v": 2, "seq": 1, "model": "m", "error": "Timeout: slow"}\n')
+    code, out, err = run(capsys, "build", "a task", "--model", f"replay:{empty}")
+    line = one_error_line(err)
+    # exit 1, as a replay file that does not exist (test_bad_input_build's test_9): a model
+    # that cannot answer, not a malformed command line
+    assert code == 1 and "no responses" in line and str(empty) in line
+    nothing_made(home)
+
+
+def test_21_bare_cadillac_prints_its_help_and_exits_2(capsys):
+    code, out, err = run(capsys)
+    assert code == 2 and out.startswith("usage: cadillac")
+
+
+def test_21_every_warning_has_the_one_prefix(home, capsys):
+    never = "scripted:tests.fakes.improve_policies:never_plans"
+    code, out, err = run(
+        capsys, "build", "a task", "--model", never, "--api-base", "http://127.0.0.1:9/v1",
+        "--unsafe-no-sandbox", "--max-cost", "1", "--json",
+    )  # fmt: skip
+    warned = [x for x in err.splitlines() if "warning" in x]
+    # the sandbox is off; the api base is ignored; the price of a scripted model is unknown
+    assert len(warned) == 3, err
+    assert all(x.startswith("cadillac: warning: ") for x in warned), warned
+
+
+def test_21_a_plugins_build_end_failure_does_not_say_the_build_goes_on(capsys):
+    from orchestrator.hooks import HookError, Hooks
+
+    Hooks.none().report([HookError("mine", "build_end", "ValueError: disk full")], None)
+    err = capsys.readouterr().err
+    assert err.startswith("cadillac: warning: plugin mine failed in build_end")
+    assert "the build goes on" not in err and "ended" in err
+    Hooks.none().report([HookError("mine", "phase_end", "ValueError: disk full")], None)
+    assert "the build goes on" in capsys.readouterr().err
+
+
+def test_21_installing_the_example_plugin_leaves_nothing_in_its_folder(tmp_path):
+    """``pip install examples/csv_plugin`` (the README's line) builds in the folder itself:
+    a copy of it is installed, and afterwards holds the files it held before."""
+    import sys
+
+    source = tmp_path / "csv_plugin"
+    shutil.copytree(Path(__file__).resolve().parents[3] / "examples" / "csv_plugin", source)
+    before = sorted(str(p.relative_to(source)) for p in source.rglob("*"))
+    site = tmp_path / "site"
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation"]
+        + ["--no-index", "--disable-pip-version-check", "--target", str(site), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+    assert (site / "cadillac_csv_plugin.py").is_file()
+    assert sorted(str(p.relative_to(source)) for p in source.rglob("*")) == before
