@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK (argcomplete's global completion completes a program that says so)
 """The ``cadillac`` command line: parse, find the home, run one command, print errors as one line.
 
 Each command group is a module here (:mod:`~orchestrator.cli.memory`,
@@ -9,6 +10,10 @@ error) becomes ``cadillac: error: <message>`` on stderr and exit status 1; a usa
 (an empty task, no command at all: bare ``cadillac`` prints its help) exits 2;
 warnings (a corrupt line in a store, say) print as ``cadillac: warning: <message>``
 through :func:`orchestrator.cli.output.warn`.
+
+Shell completion is argcomplete's: the shell runs ``cadillac`` with ``_ARGCOMPLETE`` set,
+and :func:`complete` answers from the parser (commands, actions, options) and exits. It is
+imported only then, so a plain command pays nothing for it.
 """
 
 from __future__ import annotations
@@ -42,6 +47,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def complete(parser: argparse.ArgumentParser) -> None:
+    """When the shell asks for completions (argcomplete's ``_ARGCOMPLETE`` is set), print
+    them and exit; else nothing (argcomplete is not even imported)."""
+    if "_ARGCOMPLETE" not in os.environ:
+        return
+    import argcomplete
+
+    argcomplete.autocomplete(parser)
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     output.warn(str(message))
 
@@ -70,6 +85,8 @@ def entry() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if argv is None:  # the program itself, not a call from Python: the shell may complete
+        complete(parser)
     try:
         args = parser.parse_args(argv)
         if args.command is None:  # a command is missing: a usage mistake, as argparse has it

@@ -302,3 +302,43 @@ def test_21_installing_the_example_plugin_leaves_nothing_in_its_folder(tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr
     assert (site / "cadillac_csv_plugin.py").is_file()
     assert sorted(str(p.relative_to(source)) for p in source.rglob("*")) == before
+
+
+# --- shell completion (argcomplete), and what it costs a plain command ---------------------------
+
+
+def complete(tmp_path: Path, line: str) -> list[str]:
+    """What the shell is offered for ``line`` (the cursor at its end), through argcomplete's
+    own protocol: the program run with ``_ARGCOMPLETE`` set, its answer in a file."""
+    import os
+    import sys
+
+    answer = tmp_path / "completions"
+    answer.unlink(missing_ok=True)
+    env = dict(os.environ, _ARGCOMPLETE="1", COMP_LINE=line, COMP_POINT=str(len(line)))
+    env.update(_ARGCOMPLETE_STDOUT_FILENAME=str(answer), _ARGCOMPLETE_IFS="\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator"], env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0 and answer.is_file(), done.stderr.decode()
+    return [word.strip() for word in answer.read_text().splitlines()]
+
+
+def test_the_shell_completes_commands_actions_and_options(tmp_path):
+    assert complete(tmp_path, "cadillac mem") == ["memory"]
+    assert complete(tmp_path, "cadillac memory l") == ["list"]
+    assert complete(tmp_path, "cadillac --home /tmp me") == ["memory"]
+    assert set(complete(tmp_path, "cadillac build --max-")) == {"--max-cost", "--max-tokens"}
+
+
+def test_completion_costs_a_plain_command_nothing():
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from orchestrator.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print('LOADED', 'argcomplete' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert "LOADED False" in done.stdout, done.stderr
