@@ -92,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:  # a command is missing: a usage mistake, as argparse has it
             parser.print_help()
             return 2
+        output.set_verbosity(getattr(args, "verbosity", "normal"))
         warnings.showwarning = _show_warning
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _terminate)
@@ -118,3 +119,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.flush()
             os._exit(130)
         return 130
+    finally:  # the next command run in this process (tests) starts from the default
+        output.set_verbosity("normal")

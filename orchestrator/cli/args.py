@@ -261,6 +261,33 @@ def model_options() -> Parser:
 
 
 @functools.cache
+def verbosity_options() -> Parser:
+    """``--quiet`` or ``--verbose``, for the commands that print progress while they work
+    (build, enhance, iterate, matrix run, improve, nightly): see
+    :func:`orchestrator.cli.output.set_verbosity`."""
+    p = Parser(add_help=False)
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "-q",
+        "--quiet",
+        dest="verbosity",
+        action="store_const",
+        const="quiet",
+        help="print only the result and errors (no progress lines)",
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        dest="verbosity",
+        action="store_const",
+        const="verbose",
+        help="print each tool call a build makes as well (the commands the model runs)",
+    )
+    p.set_defaults(verbosity="normal")
+    return p
+
+
+@functools.cache
 def sandbox_options() -> Parser:
     p = Parser(add_help=False)
     p.add_argument(

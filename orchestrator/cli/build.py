@@ -33,6 +33,7 @@ from orchestrator.cli.args import (
     plugin_options,
     sandbox_options,
     spend_options,
+    verbosity_options,
 )
 from orchestrator.cli.config import build_config, utf8, warn_unused_api_base
 from orchestrator.errors import CadillacError
@@ -46,6 +47,7 @@ def add_parsers(commands) -> None:
         "build TASK through the six phases",
         model_options(),
         sandbox_options(),
+        verbosity_options(),
         spend_options(),
         plugin_options(),
         run=build,
@@ -162,6 +164,7 @@ def _run(builder, args: argparse.Namespace) -> int:
     err = output.err()
     live = sys.stderr.isatty()
     err.print(f"run {builder.run.id}: {builder.run.dir}")
+    output.show_tool_calls(builder)  # --verbose
     shown = len(builder.summary.phases)
     with err.status("starting", spinner="dots") if live else nullcontext() as status:
 
@@ -206,7 +209,7 @@ def show_summary(summary) -> None:
     for p in summary.phases:
         table.add_row(p.phase, p.outcome, str(p.rounds), str(p.budget), f"{p.seconds:.1f}", p.check)
     console = output.out()
-    console.print(table)
+    console.print(table.title if output.quiet() else table)  # --quiet: the title line alone
     cost = "unknown" if summary.cost_usd is None else f"${usd(summary.cost_usd)}"
     cached = f" ({summary.tokens_cached:,} from the cache)" if summary.tokens_cached else ""
     console.print(

@@ -21,6 +21,7 @@ from orchestrator.cli.args import (
     plugin_options,
     sandbox_options,
     spend_options,
+    verbosity_options,
 )
 from orchestrator.cli.config import build_config, utf8, warn_unused_api_base
 from orchestrator.errors import CadillacError
@@ -34,6 +35,7 @@ def add_parsers(commands) -> None:
         "change an existing project (a git repository or a folder)",
         model_options(),
         sandbox_options(),
+        verbosity_options(),
         spend_options(),
         plugin_options(),
         run=enhance,
@@ -52,6 +54,7 @@ def add_parsers(commands) -> None:
         "the next version of a project cadillac built: a change to a run's result",
         model_options(),
         sandbox_options(),
+        verbosity_options(),
         spend_options(),
         plugin_options(),
         run=iterate,

@@ -17,6 +17,7 @@ from orchestrator.cli.args import (
     sandbox_options,
     spend_options,
     unit,
+    verbosity_options,
 )
 from orchestrator.cli.config import build_config
 from orchestrator.errors import CadillacError
@@ -60,6 +61,7 @@ def add_parsers(commands) -> None:
         matrix_options(),
         cycle_options(),
         sandbox_options(),
+        verbosity_options(),
         spend_options(),
         plugin_options(),
         run=improve,

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from orchestrator.cli.config import UNSAFE
 from tests.support import one_error_line, run
 
 BAD_URLS = ["http://[::1", "http://[oops]:80/v1", ""]
@@ -195,6 +197,9 @@ def test_18_request_timeout_reaches_the_model_call(home, capsys):
     litellm_module()  # imported before the clock starts: only the request is timed
 
     with FakeOpenAI(lambda body: {"status": 200, "delay_s": 3}) as silent:
+        # the answer comes after the client left: its broken pipe, printed by the server's
+        # thread whenever it comes, would land in a later test's stderr
+        silent.server.handle_error = lambda request, client_address: None
         argv = ["build", "t", "--model", "openai/m", "--api-base", silent.api_base]
         args: argparse.Namespace = build_parser().parse_args([*argv, "--request-timeout", "1"])
         config = build_config(args).llm
@@ -342,3 +347,59 @@ def test_completion_costs_a_plain_command_nothing():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert "LOADED False" in done.stdout, done.stderr
+
+
+# --- --quiet and --verbose on the commands that print progress -----------------------------------
+
+TALKER = "scripted:tests.fakes.improve_policies:never_plans"  # list_files until the plan's budget
+PROGRESS_COMMANDS = MODEL_COMMANDS  # build, enhance, iterate, matrix run, improve, nightly
+
+
+@pytest.mark.parametrize("argv", PROGRESS_COMMANDS, ids=lambda a: a[0])
+def test_every_command_that_prints_progress_takes_quiet_and_verbose(argv, capsys):
+    from orchestrator.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(argv).verbosity == "normal"
+    for flag, level in (("-q", "quiet"), ("--quiet", "quiet"), ("-v", "verbose")):
+        assert parser.parse_args([*argv, flag]).verbosity == level
+    assert parser.parse_args([*argv, "--verbose"]).verbosity == "verbose"
+    code, out, err = run(capsys, *argv, "--quiet", "--verbose")
+    assert code == 2 and "not allowed with argument" in one_error_line(err)
+
+
+def test_a_quiet_build_prints_its_result_warnings_and_no_progress(home, capsys):
+    code, out, err = run(capsys, "build", "a task", "--model", TALKER, "--unsafe-no-sandbox", "-q")
+    assert code == 1
+    assert err.splitlines() == [f"cadillac: warning: {UNSAFE}"], err  # no run or phase line
+    run_id = next((home / "runs").iterdir()).name
+    assert out.splitlines()[0] == f"run {run_id}: failed" and "┃" not in out, out
+    assert "plan: budget_exhausted" in out and "lessons: " in out
+
+
+def test_a_verbose_build_says_each_tool_call_and_a_plain_one_does_not(home, capsys):
+    code, out, err = run(capsys, "build", "a task", "--model", TALKER, "--verbose")
+    calls = [x for x in err.splitlines() if x.startswith("  → ")]
+    rounds = json.loads((next((home / "runs").iterdir()) / "summary.json").read_text())
+    assert code == 1 and calls == ["  → list_files path='.'"] * rounds["phases"][0]["rounds"]
+    assert "✗ plan: budget_exhausted" in err and "┃" in out  # the rest as without --verbose
+    code, out, err = run(capsys, "build", "a task", "--model", TALKER)
+    assert code == 1 and "→" not in err and "✗ plan: budget_exhausted" in err
+
+
+def test_a_tool_call_is_one_line_with_long_values_cut():
+    from orchestrator.cli.output import tool_call
+
+    line = tool_call("write_file", json.dumps({"path": "app.py", "content": "x = 1\n" * 500}))
+    assert line.startswith("write_file path='app.py' content='x = 1\\nx = 1") and "\n" not in line
+    assert len(line) <= 160
+    assert tool_call("run", '{"command": "pytest -q"}') == "run command='pytest -q'"
+    assert tool_call("run", "not json") == "run 'not json'"
+
+
+def test_a_quiet_matrix_run_prints_its_score_line_alone(home, capsys):
+    small = Path(__file__).resolve().parents[2] / "fixtures" / "matrix_small"
+    argv = ["matrix", "run", "--matrix", str(small), "--split", "holdout", "--build-only"]
+    code, out, err = run(capsys, *argv, "--no-learn", "--model", TALKER, "--quiet")
+    assert code == 0 and err == "" and out.startswith("score "), (out, err)
+    assert "┃" not in out and out.rstrip().endswith("results.json")  # no table: the line alone
