@@ -99,7 +99,7 @@ def show_tool_calls(builder) -> None:
     dispatch = builder.toolbox.dispatch
 
     def traced(name: str, arguments: str):
-        err().print(f"  → {tool_call(name, arguments)}", markup=False, highlight=False)
+        err().print(f"  → {tool_call(name, arguments)}", markup=False, soft_wrap=True)
         return dispatch(name, arguments)
 
     builder.toolbox.dispatch = traced
