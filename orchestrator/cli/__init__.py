@@ -1,3 +1,4 @@
+# PYTHON_ARGCOMPLETE_OK (argcomplete's global completion completes a program that says so)
 """The ``cadillac`` command line: parse, find the home, run one command, print errors as one line.
 
 Each command group is a module here (:mod:`~orchestrator.cli.memory`,
@@ -6,7 +7,13 @@ Each command group is a module here (:mod:`~orchestrator.cli.memory`,
 and holds its commands; a command imports what it needs when it runs, so ``cadillac
 --help`` stays fast and loads no heavy library. A :class:`CadillacError` (or a file-system
 error) becomes ``cadillac: error: <message>`` on stderr and exit status 1; a usage mistake
-exits 2; warnings (a corrupt line in a store, say) print as ``cadillac: warning: <message>``.
+(an empty task, no command at all: bare ``cadillac`` prints its help) exits 2;
+warnings (a corrupt line in a store, say) print as ``cadillac: warning: <message>``
+through :func:`orchestrator.cli.output.warn`.
+
+Shell completion is argcomplete's: the shell runs ``cadillac`` with ``_ARGCOMPLETE`` set,
+and :func:`complete` answers from the parser (commands, actions, options) and exits. It is
+imported only then, so a plain command pays nothing for it.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import warnings
 from collections.abc import Sequence
 
 from orchestrator import __version__
-from orchestrator.cli import build, enhance, improve, index, matrix, memory, nightly, skills
+from orchestrator.cli import build, enhance, improve, index, matrix, memory, nightly, output, skills
 from orchestrator.cli.args import Parser, UsageError, home_options
 from orchestrator.errors import CadillacError
 
@@ -40,8 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def complete(parser: argparse.ArgumentParser) -> None:
+    """When the shell asks for completions (argcomplete's ``_ARGCOMPLETE`` is set), print
+    them and exit; else nothing (argcomplete is not even imported)."""
+    if "_ARGCOMPLETE" not in os.environ:
+        return
+    import argcomplete
+
+    argcomplete.autocomplete(parser)
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
-    print(f"cadillac: warning: {message}", file=sys.stderr)
+    output.warn(str(message))
 
 
 def _terminate(signum, frame):
@@ -68,11 +85,14 @@ def entry() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if argv is None:  # the program itself, not a call from Python: the shell may complete
+        complete(parser)
     try:
         args = parser.parse_args(argv)
-        if args.command is None:
+        if args.command is None:  # a command is missing: a usage mistake, as argparse has it
             parser.print_help()
-            return 0
+            return 2
+        output.set_verbosity(getattr(args, "verbosity", "normal"))
         warnings.showwarning = _show_warning
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _terminate)
@@ -99,3 +119,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.flush()
             os._exit(130)
         return 130
+    finally:  # the next command run in this process (tests) starts from the default
+        output.set_verbosity("normal")

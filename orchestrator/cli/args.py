@@ -152,6 +152,27 @@ def url(value: str) -> str:
     return value
 
 
+def model_name(value: str) -> str:
+    """An argparse type: a model string as litellm or cadillac takes it (not blank, no blanks
+    at its ends, a provider followed by a model: see
+    :func:`orchestrator.llm.client.model_name_problem`)."""
+    from orchestrator.llm.client import model_name_problem
+
+    problem = model_name_problem(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{_shown(value)} {problem}")
+    return value
+
+
+def one_line(value: str) -> str:
+    """An argparse type: :func:`words` on one line (a lesson's trigger): a line break inside
+    it (``\\n``, ``\\r``, or any other that ``str.splitlines`` breaks at) is refused, since
+    each lesson is one line wherever it is listed."""
+    if len(words(value).strip().splitlines()) > 1:
+        raise argparse.ArgumentTypeError(f"{_shown(value)} holds a line break: give one line")
+    return value
+
+
 def checked_home(args: argparse.Namespace, write: bool = False, create: bool = False) -> Home:
     """The ``--home`` of a command, checked; only with ``create`` is a missing one made."""
     home = Home.resolve(getattr(args, "home", None))
@@ -209,13 +230,16 @@ def home_options() -> Parser:
 @functools.cache
 def model_options() -> Parser:
     p = Parser(add_help=False)
-    p.add_argument("--model", help="litellm model string (default: $CADILLAC_MODEL)")
+    p.add_argument(
+        "--model", type=model_name, help="litellm model string (default: $CADILLAC_MODEL)"
+    )
     p.add_argument(
         "--api-base", type=url, metavar="URL", help="server URL of --model (a local server)"
     )
     p.add_argument(
         "--fallback-model",
         action="append",
+        type=model_name,
         metavar="MODEL",
         help="tried when the model keeps failing (repeatable)",
     )
@@ -233,6 +257,33 @@ def model_options() -> Parser:
         help="give up one model request after this long; it is retried, up to 4 attempts "
         f"(default 600, at most {REQUEST_TIMEOUT[1]})",
     )
+    return p
+
+
+@functools.cache
+def verbosity_options() -> Parser:
+    """``--quiet`` or ``--verbose``, for the commands that print progress while they work
+    (build, enhance, iterate, matrix run, improve, nightly): see
+    :func:`orchestrator.cli.output.set_verbosity`."""
+    p = Parser(add_help=False)
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "-q",
+        "--quiet",
+        dest="verbosity",
+        action="store_const",
+        const="quiet",
+        help="print only the result and errors (no progress lines)",
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        dest="verbosity",
+        action="store_const",
+        const="verbose",
+        help="print each tool call a build makes as well (the commands the model runs)",
+    )
+    p.set_defaults(verbosity="normal")
     return p
 
 
@@ -282,7 +333,9 @@ def cycle_options() -> Parser:
         metavar="K",
         help="builds per task and side in the full stage and in the confirmation (default 5 and 8)",
     )
-    p.add_argument("--improver-model", metavar="M", help="model that writes patches")
+    p.add_argument(
+        "--improver-model", type=model_name, metavar="M", help="model that writes patches"
+    )
     p.add_argument(
         "--improver-api-base",
         type=url,

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from orchestrator.cli import output
 from orchestrator.cli.args import (
+    UsageError,
     actions,
     command,
     load_hooks,
@@ -32,6 +33,7 @@ from orchestrator.cli.args import (
     plugin_options,
     sandbox_options,
     spend_options,
+    verbosity_options,
 )
 from orchestrator.cli.config import build_config, utf8, warn_unused_api_base
 from orchestrator.errors import CadillacError
@@ -45,6 +47,7 @@ def add_parsers(commands) -> None:
         "build TASK through the six phases",
         model_options(),
         sandbox_options(),
+        verbosity_options(),
         spend_options(),
         plugin_options(),
         run=build,
@@ -109,7 +112,7 @@ def build(args: argparse.Namespace) -> int:
     else:
         task = utf8(args.task or "", "the task").strip()
         if not task:
-            raise CadillacError('say what to build: cadillac build "a Flask todo API with SQLite"')
+            raise UsageError('say what to build: cadillac build "a Flask todo API with SQLite"')
         config = build_config(args)
         Builder.preflight(config)
         warn_unused_api_base(args, config)
@@ -127,7 +130,7 @@ def run_resumably(builder, args: argparse.Namespace, home: Home) -> int:
     models = [endpoint.model for endpoint in builder.config.llm.endpoints()]
     warning = cap_warning(models, builder.config.max_cost_usd, builder.config.max_tokens)
     if warning:
-        output.err().print(f"[bold yellow]warning:[/] {warning}")
+        output.warn(warning)
     try:
         return _run(builder, args)
     except KeyboardInterrupt:  # cadillac's own "interrupted" line follows this one
@@ -161,6 +164,7 @@ def _run(builder, args: argparse.Namespace) -> int:
     err = output.err()
     live = sys.stderr.isatty()
     err.print(f"run {builder.run.id}: {builder.run.dir}")
+    output.show_tool_calls(builder)  # --verbose
     shown = len(builder.summary.phases)
     with err.status("starting", spinner="dots") if live else nullcontext() as status:
 
@@ -205,7 +209,7 @@ def show_summary(summary) -> None:
     for p in summary.phases:
         table.add_row(p.phase, p.outcome, str(p.rounds), str(p.budget), f"{p.seconds:.1f}", p.check)
     console = output.out()
-    console.print(table)
+    console.print(table.title if output.quiet() else table)  # --quiet: the title line alone
     cost = "unknown" if summary.cost_usd is None else f"${usd(summary.cost_usd)}"
     cached = f" ({summary.tokens_cached:,} from the cache)" if summary.tokens_cached else ""
     console.print(

@@ -114,7 +114,7 @@ def build_config(
         raise CadillacError("--fallback-api-base given without a --fallback-model to belong to")
     executor = ExecConfig(sandbox="none" if getattr(args, "unsafe_no_sandbox", False) else "bwrap")
     if executor.sandbox == "none":
-        output.err().print(f"[bold red]warning:[/] {UNSAFE}")
+        output.warn(UNSAFE)
     cap = getattr(args, "max_cost", None) if per_build_cost else None
     tokens = getattr(args, "max_tokens", None) if per_build_cost else None
     return BuildConfig(llm=llm, executor=executor, max_cost_usd=cap, max_tokens=tokens)
@@ -127,7 +127,4 @@ def warn_unused_api_base(args: argparse.Namespace, config) -> None:
 
     model = config.llm.model
     if getattr(args, "api_base", None) and backends.is_builtin(model):
-        output.err().print(
-            f"[bold yellow]warning:[/] --api-base is ignored: {model} is built into cadillac "
-            "and calls no server"
-        )
+        output.warn(f"--api-base is ignored: {model} is built into cadillac and calls no server")

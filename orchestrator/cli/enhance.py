@@ -14,12 +14,14 @@ from pathlib import Path
 
 from orchestrator.cli import output
 from orchestrator.cli.args import (
+    UsageError,
     command,
     load_hooks,
     model_options,
     plugin_options,
     sandbox_options,
     spend_options,
+    verbosity_options,
 )
 from orchestrator.cli.config import build_config, utf8, warn_unused_api_base
 from orchestrator.errors import CadillacError
@@ -33,6 +35,7 @@ def add_parsers(commands) -> None:
         "change an existing project (a git repository or a folder)",
         model_options(),
         sandbox_options(),
+        verbosity_options(),
         spend_options(),
         plugin_options(),
         run=enhance,
@@ -51,6 +54,7 @@ def add_parsers(commands) -> None:
         "the next version of a project cadillac built: a change to a run's result",
         model_options(),
         sandbox_options(),
+        verbosity_options(),
         spend_options(),
         plugin_options(),
         run=iterate,
@@ -72,7 +76,7 @@ def _change_options(p) -> None:
 def _instruction(args: argparse.Namespace) -> str:
     text = utf8(args.instruction, "the instruction").strip()
     if not text:
-        raise CadillacError('say what to change: cadillac enhance . "add a --json flag"')
+        raise UsageError('say what to change: cadillac enhance . "add a --json flag"')
     if args.test_cmd is not None and not utf8(args.test_cmd, "--test-cmd").strip():
         raise CadillacError("--test-cmd is empty: give the command that runs the tests")
     return text

@@ -17,6 +17,7 @@ from orchestrator.cli.args import (
     sandbox_options,
     spend_options,
     unit,
+    verbosity_options,
 )
 from orchestrator.cli.config import build_config
 from orchestrator.errors import CadillacError
@@ -60,6 +61,7 @@ def add_parsers(commands) -> None:
         matrix_options(),
         cycle_options(),
         sandbox_options(),
+        verbosity_options(),
         spend_options(),
         plugin_options(),
         run=improve,
@@ -169,7 +171,7 @@ def warn_about_caps(request) -> None:
     models = [e.model for cfg in (request.builder, request.improver) for e in cfg.endpoints()]
     warning = cap_warning(models, request.max_cost_usd, request.max_tokens)
     if warning:
-        output.err().print(f"[bold yellow]warning:[/] {warning}")
+        output.warn(warning)
 
 
 def improve(args: argparse.Namespace) -> int:

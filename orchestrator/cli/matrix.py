@@ -21,6 +21,7 @@ from orchestrator.cli.args import (
     positive,
     sandbox_options,
     spend_options,
+    verbosity_options,
 )
 from orchestrator.cli.config import build_config, warn_unused_api_base
 from orchestrator.home import Home
@@ -36,6 +37,7 @@ def add_parsers(commands) -> None:
         model_options(),
         matrix_options(),
         sandbox_options(),
+        verbosity_options(),
         spend_options(),
         plugin_options(),
         run=matrix_run,
@@ -129,7 +131,7 @@ def matrix_run(args: argparse.Namespace) -> int:
     models = [e.model for e in config.llm.endpoints()]
     warning = cap_warning(models, args.max_cost, args.max_tokens)
     if warning:
-        output.err().print(f"[bold yellow]warning:[/] {warning}")
+        output.warn(warning)
 
     def progress(run) -> None:
         if not args.json:
@@ -160,7 +162,8 @@ def matrix_run(args: argparse.Namespace) -> int:
     if args.json:
         print(results.model_dump_json(indent=2))
         return 0
-    output.out().print(results_table(results, matrix))
+    if not output.quiet():  # --quiet: the score line alone
+        output.out().print(results_table(results, matrix))
     for run in results.runs:
         if run.verdict in ("tampered", "broken"):
             output.out().print(

@@ -45,6 +45,7 @@ from orchestrator.cli.args import (
     command,
     csv,
     folder,
+    one_line,
     positive,
     unit,
     utf8,
@@ -103,7 +104,7 @@ def add_parsers(commands) -> None:
 
     p = command(sub, "add", "add a lesson by hand", run=memory_add)
     p.add_argument("--type", required=True, choices=LESSON_TYPES)
-    p.add_argument("--trigger", required=True, type=words, help="the situation, in one line")
+    p.add_argument("--trigger", required=True, type=one_line, help="the situation, in one line")
     p.add_argument(
         "--fix", required=True, type=words, help="what to do (with --dont: what never to do)"
     )

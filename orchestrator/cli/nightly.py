@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import webbrowser
 
 from orchestrator.cli import output
@@ -20,6 +19,7 @@ from orchestrator.cli.args import (
     plugin_options,
     sandbox_options,
     spend_options,
+    verbosity_options,
 )
 from orchestrator.cli.improve import cycle_request, time_budget_option, warn_about_caps
 from orchestrator.errors import CadillacError
@@ -49,6 +49,7 @@ def add_parsers(commands) -> None:
         matrix_options(),
         cycle_options(),
         sandbox_options(),
+        verbosity_options(),
         spend_options(),
         plugin_options(),
         run=nightly,
@@ -85,7 +86,7 @@ def nightly(args: argparse.Namespace) -> int:
     home = Home.resolve(getattr(args, "home", None))
     request = cycle_request(args, args.time_budget)
     warn_about_caps(request)
-    return run_nightly(home, request, hooks=load_hooks(args))
+    return run_nightly(home, request, quiet=output.quiet(), hooks=load_hooks(args))
 
 
 def report(args: argparse.Namespace) -> int:
@@ -108,10 +109,7 @@ def report(args: argparse.Namespace) -> int:
         except webbrowser.Error:
             opened = False
         if not opened:
-            print(
-                f"cadillac: warning: no browser was found to open the report; it is {index}",
-                file=sys.stderr,
-            )
+            output.warn(f"no browser was found to open the report; it is {index}")
     return 0
 
 

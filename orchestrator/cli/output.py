@@ -3,6 +3,12 @@
 rich is imported only when a command prints, so ``cadillac --help`` loads no heavy
 library. Output that is piped gets a fixed width instead of rich's 80-column default, so
 logs and ``grep`` see whole rows.
+
+How much a long command says is set once per command (:func:`set_verbosity`, from
+``--quiet`` or ``--verbose``): progress goes to :func:`err`, which ``--quiet`` silences,
+results to :func:`out`; errors and warnings (:func:`warn`) are plain prints that no
+setting silences, and ``--verbose`` adds a line per tool call of a build
+(:func:`show_tool_calls`).
 """
 
 from __future__ import annotations
@@ -41,7 +47,62 @@ def out():
 @functools.cache
 def err():
     """The console on standard error: progress and status lines."""
-    return _console(stderr=True, width=None if sys.stderr.isatty() else PIPED_WIDTH)
+    width = None if sys.stderr.isatty() else PIPED_WIDTH
+    return _console(stderr=True, width=width, quiet=_verbosity == "quiet")
+
+
+VERBOSITY = ("quiet", "normal", "verbose")
+"""How much a command that works for a while prints (``--quiet``, neither, ``--verbose``)."""
+
+_verbosity = "normal"
+
+
+def set_verbosity(level: str) -> None:
+    """Set how much the progress console says, for the command about to run: ``quiet``
+    makes :func:`err` silent (progress and status lines; errors and warnings are plain
+    prints and still appear), ``verbose`` makes :func:`show_tool_calls` print."""
+    global _verbosity
+    if level not in VERBOSITY:
+        raise ValueError(f"verbosity {level!r} is not one of {', '.join(VERBOSITY)}")
+    _verbosity = level
+    err.cache_clear()
+
+
+def quiet() -> bool:
+    """``--quiet`` was given: print the result line(s) and errors only."""
+    return _verbosity == "quiet"
+
+
+def verbose() -> bool:
+    """``--verbose`` was given: say each tool call a build makes too."""
+    return _verbosity == "verbose"
+
+
+def tool_call(name: str, arguments: str, width: int = 160) -> str:
+    """One tool call as a line: its name and each argument, long values cut
+    (``run command='pytest -q'``; ``write_file path='app.py' content='import os\\n…'``)."""
+    try:
+        values = json.loads(arguments)
+    except ValueError:
+        values = None
+    if not isinstance(values, dict):
+        return short(f"{name} {arguments!r}", width)
+    shown = " ".join(f"{key}={short(repr(value), 60)}" for key, value in values.items())
+    return short(f"{name} {shown}".rstrip(), width)
+
+
+def show_tool_calls(builder) -> None:
+    """With ``--verbose``, a line on stderr for each tool call of ``builder`` as it starts
+    (what the model asked for, the command a ``run`` call runs); else nothing."""
+    if not verbose():
+        return
+    dispatch = builder.toolbox.dispatch
+
+    def traced(name: str, arguments: str):
+        err().print(f"  → {tool_call(name, arguments)}", markup=False, soft_wrap=True)
+        return dispatch(name, arguments)
+
+    builder.toolbox.dispatch = traced
 
 
 def table(title: str | None, columns: Iterable[str], right: Iterable[str] = (), **options):
@@ -68,9 +129,14 @@ def line(text: str) -> None:
     out().print(text, markup=False, soft_wrap=True)
 
 
+WARNING = "cadillac: warning: "
+"""The one prefix of every warning line (plugins' too: :meth:`orchestrator.hooks.Hooks.report`)."""
+
+
 def warn(message: str) -> None:
-    """One warning line on stderr."""
-    print(f"cadillac: warning: {message}", file=sys.stderr)
+    """One warning line on stderr, as it is (no markup read into it): every warning of the
+    command line goes through here, so each starts with :data:`WARNING`."""
+    print(f"{WARNING}{message}", file=sys.stderr, flush=True)
 
 
 TIME_FIELDS = frozenset({"ts", "last_used_ts", "created", "updated"})

@@ -58,6 +58,7 @@ HOOKS = (
 )
 _NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _AFTER = {
+    "build_end": "the build had ended; its result stands",
     "matrix_end": "the matrix run's results stand",
     "improve_decision": "the cycle goes on",
 }

@@ -189,10 +189,15 @@ def _script(arg: str) -> list[Response] | Policy:
 
 def check(model: str) -> None:
     """Raise BackendError now for a replay:/scripted: model that cannot answer (a missing
-    recording, an unknown script), before a run starts."""
+    recording or one with no responses, an unknown script), before a run starts."""
     kind, _, arg = model.partition(":")
     if kind == "replay":
-        check_replay(Path(arg).expanduser())
+        path = Path(arg).expanduser()
+        if not recorded_responses(path):  # the first call would fail: say so before the run
+            raise BackendError(
+                f"replay file {path} holds no responses (no call in it was answered): "
+                "nothing to replay; give a run's llm.jsonl with answers"
+            )
     elif kind == "scripted":
         _script(arg)
 

@@ -394,6 +394,21 @@ def retry_after_s(exc: BaseException) -> float | None:
         return None
 
 
+def model_name_problem(model: str) -> str | None:
+    """What is wrong with a model string as given (None when nothing is): empty, blanks at
+    its ends (``"openai/gpt-4o "``), or a provider with no model (``"openai/"``)."""
+    if not model.strip():
+        return "is empty"
+    if model != model.strip():
+        return "has blanks at its start or end: give the model string alone"
+    if any(c.isspace() and c != " " for c in model):
+        return "holds a line break or a tab"
+    provider, slash, name = model.partition("/")
+    if slash and not name.strip():
+        return f"names the provider {provider!r} but no model (e.g. {provider}/gpt-4o)"
+    return None
+
+
 def check_model(model: str, api_base: str | None = None) -> None:
     """Raise ModelError now for a model string litellm cannot route, a replay:/scripted:
     model that cannot answer, or a malformed ``api_base`` (before a run starts)."""
@@ -401,6 +416,9 @@ def check_model(model: str, api_base: str | None = None) -> None:
 
     if not model.strip():
         raise ModelError(f"no model given: {MODEL_HINT}")
+    problem = model_name_problem(model)
+    if problem is not None:
+        raise ModelError(f"model {model!r} {problem}")
     check_api_base(api_base)
     if backends.is_builtin(model):
         try:

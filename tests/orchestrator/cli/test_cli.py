@@ -231,7 +231,7 @@ def test_bare_group_lists_and_bare_command_shows_help(capsys, corpus_home):
     code, out, _ = run(capsys, "memory")
     assert code == 0 and "403 lesson(s)" in out
     code, out, _ = run(capsys)
-    assert code == 0 and "usage: cadillac" in out
+    assert code == 2 and "usage: cadillac" in out  # no command: a usage mistake (issue 22)
 
 
 def test_module_entry_point_and_fast_help():

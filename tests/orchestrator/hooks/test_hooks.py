@@ -99,7 +99,7 @@ def test_a_raising_plugin_is_reported_and_the_others_still_run(plugins, capsys):
     assert events == [("hook_error", error)]
     assert capsys.readouterr().err == (
         "cadillac: warning: plugin hk_raiser failed in build_end: ValueError: no disk left "
-        "(the build goes on)\n"
+        "(the build had ended; its result stands)\n"
     )
     hooks.report(errors, None)  # no events to write: the line alone
     assert capsys.readouterr().err.count("\n") == 1
@@ -328,7 +328,11 @@ def test_plugin_is_in_every_commands_help(capsys):
 def test_the_schedule_takes_a_plugin_for_the_nightly():
     from orchestrator.cli.nightly import check_nightly_args
 
-    check_nightly_args(["--plugin", "my_plugin:Plugin", "--plugin", "other"])
+    # a schedule's nightly needs its model too (cron passes no CADILLAC_MODEL: issue 22 item 12)
+    parsed = check_nightly_args(
+        ["--model", "openai/gpt-4o", "--plugin", "my_plugin:Plugin", "--plugin", "other"]
+    )
+    assert parsed.plugin == ["my_plugin:Plugin", "other"]
 
 
 ENDS = """
@@ -444,7 +448,7 @@ def test_a_build_goes_on_past_a_broken_entry_point_and_a_raising_plugin(plugins,
     assert "cadillac: warning: plugin boom cannot be loaded: RuntimeError: half installed" in err
     assert (
         f"cadillac: warning: plugin {raiser} failed in build_end: ValueError: cannot write "
-        "(the build goes on)"
+        "(the build had ended; its result stands)"
     ) in err
     events = [
         json.loads(line)
