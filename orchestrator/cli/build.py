@@ -219,10 +219,6 @@ def show_summary(summary) -> None:
     )
 
 
-KINDS = ("matrix", "improve", "nightly")
-"""The kinds of run besides builds, each a ``<kind>-<id>`` folder in runs/."""
-
-
 def runs_list(args: argparse.Namespace) -> int:
     """Every run in runs/, newest first: builds, matrix, improve and nightly runs.
 
@@ -256,15 +252,11 @@ def runs_list(args: argparse.Namespace) -> int:
 
 
 def _all_runs(home: Home) -> list[dict]:
-    from orchestrator.loop.runs import RunUnreadable, id_time, list_runs
+    from orchestrator.loop.runs import RunUnreadable, id_time, list_runs, other_kind
 
     rows = [run.row() for run in list_runs(home.runs_dir)]
     if home.runs_dir.is_dir():
-        others = [
-            p
-            for p in home.runs_dir.iterdir()
-            if p.is_dir() and p.name.partition("-")[0] in KINDS and p.name.partition("-")[2]
-        ]
+        others = [p for p in home.runs_dir.iterdir() if p.is_dir() and other_kind(p.name)]
         improve_live = _improve_live(home)
         nightly_live = _nightly_live(home)
         for folder in others:
@@ -410,13 +402,13 @@ def _nightly_row(folder: Path, row: dict, live: Path | None) -> None:
 
 
 def runs_show(args: argparse.Namespace) -> int:
-    from orchestrator.loop.runs import Run, check_run_id, read_record
+    from orchestrator.loop.runs import Run, check_run_id, other_kind, read_record
 
     home = Home.resolve(getattr(args, "home", None)).check()
     run_id = check_run_id(args.run_id, home.runs_dir)
     special = home.runs_dir / run_id
-    kind = run_id.partition("-")[0]
-    if kind in KINDS and special.is_dir():
+    kind = other_kind(run_id)
+    if kind is not None and special.is_dir():
         if kind == "improve":
             from orchestrator.improve.records import ImproveSummary
 

@@ -238,6 +238,24 @@ def read_record(path: Path, model: type[Record], run_id: str) -> Record:
         raise RunUnreadable(run_id, path.name, _problem(exc)) from None
 
 
+OTHER_KINDS = ("matrix", "improve", "nightly")
+"""The kinds of run besides builds, each a ``<kind>-<id>`` folder in runs/."""
+
+HINTS = {
+    "matrix": "'cadillac runs show {id}' lists its builds (each can be resumed), and "
+    "'cadillac matrix run' starts a new matrix run",
+    "improve": "'cadillac runs show {id}' shows it, and 'cadillac improve' starts a new cycle",
+    "nightly": "'cadillac runs show {id}' shows it and its report",
+}
+"""What to do instead, for an id of each other kind given where a build's is wanted."""
+
+
+def other_kind(run_id: str) -> str | None:
+    """The kind of a ``<kind>-<id>`` run id of another kind than a build; None for a build's."""
+    kind, _, rest = run_id.partition("-")
+    return kind if kind in OTHER_KINDS and rest else None
+
+
 def check_run_id(run_id: str, runs_dir: Path) -> str:
     """``run_id`` when it names a folder right in ``runs_dir`` (never a path that leaves it);
     CadillacError otherwise."""
@@ -298,8 +316,18 @@ class Run:
 
     @classmethod
     def open(cls, runs_dir: Path, run_id: str) -> Run:
+        """The build run ``run_id``; CadillacError when there is none, saying what kind of run
+        the id names when it is another kind's (``runs list`` shows those too)."""
         run = cls(runs_dir, check_run_id(run_id, runs_dir))
         if not run.task_path.is_file():
+            kind = other_kind(run_id)
+            if kind is not None and run.dir.is_dir():
+                hint = HINTS[kind].format(id=run_id)
+                article = "an" if kind[0] in "aeiou" else "a"
+                raise CadillacError(
+                    f"{run_id} is {article} {kind} run, not a build: 'build --resume' and "
+                    f"'iterate' take the id of a build or enhance run; {hint}"
+                )
             raise CadillacError(f"no run {run_id!r} in {runs_dir} (see 'cadillac runs list')")
         return run
 
