@@ -162,10 +162,27 @@ def _run(builder, args: argparse.Namespace) -> int:
     live = sys.stderr.isatty()
     err.print(f"run {builder.run.id}: {builder.run.dir}")
     shown = len(builder.summary.phases)
+    said = False
+
+    def discarded() -> None:
+        """Say, once, what going back to the last checkpoint discarded: at the start, with
+        the first progress (the workspace goes back as the resumed build begins)."""
+        nonlocal said
+        lost = builder.discarded
+        if lost and not said:
+            said = True
+            names = ", ".join(lost[:8]) + (" ..." if len(lost) > 8 else "")
+            err.print(
+                "resumed from the last phase's commit: the stopped phase's changes to "
+                f"{len(lost)} file(s) were discarded ({names})",
+                markup=False,
+            )
+
     with err.status("starting", spinner="dots") if live else nullcontext() as status:
 
         def progress(p) -> None:
             nonlocal shown
+            discarded()
             if live:
                 status.update(output.StatusLine(p))
             for phase in builder.summary.phases[shown:]:
@@ -174,15 +191,9 @@ def _run(builder, args: argparse.Namespace) -> int:
 
         builder.on_progress = progress
         summary = builder.build()
+    discarded()  # a build that stopped before its first model call
     for phase in summary.phases[shown:]:
         _phase_line(phase)
-    if builder.discarded:
-        names = ", ".join(builder.discarded[:8]) + (" ..." if len(builder.discarded) > 8 else "")
-        err.print(
-            "resumed from the last phase's commit: the stopped phase's changes to "
-            f"{len(builder.discarded)} file(s) were discarded ({names})",
-            markup=False,
-        )
     show_summary(summary)
     return 0 if summary.status == "passed" else 1
 
