@@ -39,7 +39,13 @@ class Home:
     @classmethod
     def resolve(cls, flag: str | None = None) -> Home:
         raw = flag or os.environ.get(ENV_VAR) or "."
-        return cls(Path(raw).expanduser().absolute())
+        try:
+            return cls(Path(raw).expanduser().absolute())
+        except FileNotFoundError:  # a relative home, and os.getcwd() of a deleted folder
+            raise CadillacError(
+                "the current folder no longer exists (it was deleted or moved): cd to one "
+                f"that does, or give --home (or {ENV_VAR}) an absolute path"
+            ) from None
 
     @property
     def memory_path(self) -> Path:
@@ -90,6 +96,11 @@ class Home:
         root = self.root
         if root.exists() and not root.is_dir():
             raise CadillacError(f"home {root} is not a folder (set --home or {ENV_VAR})")
+        if root.is_symlink() and not root.exists():
+            raise CadillacError(
+                f"home {root} is a link to {os.readlink(root)}, which does not exist: make "
+                f"that folder, or set --home or {ENV_VAR} to another"
+            )
         if not root.exists():
             if not write:
                 raise CadillacError(f"home {root} does not exist (set --home or {ENV_VAR})")

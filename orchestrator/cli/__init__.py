@@ -2,7 +2,7 @@
 """The ``cadillac`` command line: parse, find the home, run one command, print errors as one line.
 
 Each command group is a module here (:mod:`~orchestrator.cli.memory`,
-:mod:`~orchestrator.cli.build`, :mod:`~orchestrator.cli.matrix`,
+:mod:`~orchestrator.cli.build`, :mod:`~orchestrator.cli.runs`, :mod:`~orchestrator.cli.matrix`,
 :mod:`~orchestrator.cli.improve`, :mod:`~orchestrator.cli.nightly`) that adds its parsers
 and holds its commands; a command imports what it needs when it runs, so ``cadillac
 --help`` stays fast and loads no heavy library. A :class:`CadillacError` (or a file-system
@@ -27,11 +27,22 @@ import warnings
 from collections.abc import Sequence
 
 from orchestrator import __version__
-from orchestrator.cli import build, enhance, improve, index, matrix, memory, nightly, output, skills
+from orchestrator.cli import (
+    build,
+    enhance,
+    improve,
+    index,
+    matrix,
+    memory,
+    nightly,
+    output,
+    runs,
+    skills,
+)
 from orchestrator.cli.args import Parser, UsageError, home_options
 from orchestrator.errors import CadillacError
 
-GROUPS = (memory, skills, build, enhance, index, matrix, improve, nightly)
+GROUPS = (memory, skills, build, runs, enhance, index, matrix, improve, nightly)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,6 +11,10 @@ A record that cannot be read (not UTF-8, not JSON, a value out of place) makes i
 *unreadable*: :class:`RunUnreadable` says which file and why, in one line, and a listing
 shows the run as such instead of stopping. :func:`read_record` reads the records of the
 other kinds of run (matrix, improve, nightly) the same way.
+
+:meth:`Run.remove` takes a run away (``cadillac runs prune``): under its lock, never
+following a link, and for an enhance run of a git repository with the worktree and branch
+it made there.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.errors import CadillacError
 from orchestrator.loop.source import Source
-from orchestrator.sandbox.files import append_file, replace_file
+from orchestrator.sandbox.files import append_file, remove_tree, replace_file
+from orchestrator.sandbox.git import GitError, git
 from phases.suite import SuiteInventory
 
 SCHEMA = 1
@@ -76,6 +81,14 @@ class TaskRecord(BaseModel):
     baseline: BaselineRecord | None = None
     matrix: MatrixOrigin | None = None
     """Set for a build of a matrix run (a task.json written before it existed has none)."""
+
+    @property
+    def run_kind(self) -> str:
+        """The kind ``runs list`` names: ``iterate`` for an enhance build of a run's
+        workspace (``cadillac iterate``), else ``build`` or ``enhance``."""
+        if self.source is not None and self.source.parent_run:
+            return "iterate"
+        return self.kind
 
     @property
     def learns(self) -> bool:
@@ -238,6 +251,26 @@ def read_record(path: Path, model: type[Record], run_id: str) -> Record:
         raise RunUnreadable(run_id, path.name, _problem(exc)) from None
 
 
+BUILD_KINDS = ("build", "enhance", "iterate")
+"""The kinds of build run (:attr:`TaskRecord.run_kind`): a folder with a task.json."""
+OTHER_KINDS = ("matrix", "improve", "nightly")
+"""The kinds of run besides builds, each a ``<kind>-<id>`` folder in runs/."""
+
+HINTS = {
+    "matrix": "'cadillac runs show {id}' lists its builds (each can be resumed), and "
+    "'cadillac matrix run' starts a new matrix run",
+    "improve": "'cadillac runs show {id}' shows it, and 'cadillac improve' starts a new cycle",
+    "nightly": "'cadillac runs show {id}' shows it and its report",
+}
+"""What to do instead, for an id of each other kind given where a build's is wanted."""
+
+
+def other_kind(run_id: str) -> str | None:
+    """The kind of a ``<kind>-<id>`` run id of another kind than a build; None for a build's."""
+    kind, _, rest = run_id.partition("-")
+    return kind if kind in OTHER_KINDS and rest else None
+
+
 def check_run_id(run_id: str, runs_dir: Path) -> str:
     """``run_id`` when it names a folder right in ``runs_dir`` (never a path that leaves it);
     CadillacError otherwise."""
@@ -246,6 +279,13 @@ def check_run_id(run_id: str, runs_dir: Path) -> str:
     if run_id in (".", "..") or any(c in run_id for c in "/\\\0"):
         raise CadillacError(f"no run {run_id!r} in {runs_dir} (see 'cadillac runs list')")
     return run_id
+
+
+class RunBusy(CadillacError):
+    """A run a process holds the lock of: it is running, and is left alone."""
+
+    def __init__(self, run_id: str):
+        super().__init__(f"run {run_id} is running")
 
 
 class Run:
@@ -298,10 +338,83 @@ class Run:
 
     @classmethod
     def open(cls, runs_dir: Path, run_id: str) -> Run:
+        """The build run ``run_id``; CadillacError when there is none, saying what kind of run
+        the id names when it is another kind's (``runs list`` shows those too)."""
         run = cls(runs_dir, check_run_id(run_id, runs_dir))
         if not run.task_path.is_file():
+            kind = other_kind(run_id)
+            if kind is not None and run.dir.is_dir():
+                hint = HINTS[kind].format(id=run_id)
+                article = "an" if kind[0] in "aeiou" else "a"
+                raise CadillacError(
+                    f"{run_id} is {article} {kind} run, not a build: 'build --resume' and "
+                    f"'iterate' take the id of a build or enhance run; {hint}"
+                )
             raise CadillacError(f"no run {run_id!r} in {runs_dir} (see 'cadillac runs list')")
         return run
+
+    def remove(self, dry_run: bool = False) -> list[str]:
+        """Remove the run's folder, never following a link in it, and an enhance run's
+        worktree and branch in the user's repository (``git worktree remove`` and ``git
+        branch -D`` there, after the worktree's files went by :func:`remove_tree`, so git
+        walks none of what the model left). RunBusy while a process holds the run's lock;
+        the lock is held while the run goes, so no resume starts in it meanwhile. With
+        ``dry_run`` nothing goes. Returns what was (or would be) done besides the folder,
+        and what was left."""
+        if dry_run:
+            if self.live():
+                raise RunBusy(self.id)
+            return self._worktree_gone(dry_run=True)
+        lock = FileLock(str(self.lock_path), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise RunBusy(self.id) from None
+        except OSError:  # a folder not ours to write: it cannot be removed either
+            return [f"left behind: {self.dir} is not writable"]
+        try:
+            notes = self._worktree_gone(dry_run=False)
+            left = remove_tree(self.dir)
+        finally:
+            lock.release()
+        return notes + ([f"left behind: {left}"] if left else [])
+
+    def _worktree_gone(self, dry_run: bool) -> list[str]:
+        """Remove an enhance run's worktree and branch from the user's repository (see
+        :meth:`remove`); what was done, or why not."""
+        if not self.task_path.is_file():
+            return []
+        try:
+            source = self.task().source
+        except RunUnreadable as exc:
+            pointer = self.workspace / ".git"
+            if pointer.is_file() and not pointer.is_symlink():
+                return [
+                    f"its worktree's repository is unknown ({exc.why}): 'git worktree prune' "
+                    "there drops its record"
+                ]
+            return []
+        if source is None or source.kind != "git":
+            return []  # a copied folder's repository is in the run folder: it goes with it
+        repo, branch = Path(source.path), source.branch
+        if branch != f"cadillac/{self.id}":  # never a branch cadillac did not make for it
+            return [f"kept the branch {branch!r} in {repo}: not one cadillac made for this run"]
+        if dry_run:
+            return [f"with its worktree and branch {branch} in {repo}"]
+        if not (repo / ".git").exists():
+            return [f"its repository {repo} is gone: nothing removed there"]
+        left = remove_tree(self.workspace)
+        notes = [f"with its worktree and branch {branch} in {repo}"]
+        try:
+            listed = git("worktree", "list", "--porcelain", repo=repo).splitlines()
+            ours = self.workspace.resolve()
+            if any(Path(line[9:]).resolve() == ours for line in listed if line[:9] == "worktree "):
+                git("worktree", "remove", "--force", str(self.workspace), repo=repo)
+            if git("branch", "--list", branch, repo=repo).strip():
+                git("branch", "-D", branch, repo=repo)
+        except GitError as exc:
+            notes.append(f"left in {repo}: {exc}")
+        return notes + ([f"left behind: {left}"] if left else [])
 
     def save_task(self, record: TaskRecord) -> None:
         replace_file(self.task_path, record.model_dump_json(indent=2) + "\n")
@@ -358,7 +471,7 @@ class Run:
             if not self.task_path.exists():
                 raise RunUnreadable(self.id, "task.json", "missing (the run stopped as it began)")
             task = self.task()
-            row["task"], row["started"] = task.task, task.created
+            row["task"], row["started"], row["kind"] = task.task, task.created, task.run_kind
             s = self.summary()
         except RunUnreadable as exc:
             row["reason"] = exc.why

@@ -355,7 +355,7 @@ def test_22_budgets_without_history_name_the_home(capsys, home):
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (("runs", "--json"), "runs needs a command before its options: list, show (e.g."),
+        (("runs", "--json"), "runs needs a command before its options: list, show, prune (e.g."),
         (("matrix", "--repeats", "2"), "matrix needs a command before its options: run (e.g."),
         (("schedule", "--at", "03:00"), "schedule needs a command before its options: print,"),
         (("--json",), "cadillac needs a command before its options: memory, budgets, skills,"),
