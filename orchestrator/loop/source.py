@@ -5,7 +5,10 @@ touched while it does:
 
 * a **git repository** gets a new worktree in the run folder on a new branch
   ``cadillac/<run-id>``, made from its HEAD; the checked-out tree and branch stay as they
-  are;
+  are. A **bare** repository is one too (its files are git's, never the project): the
+  worktree is made from it alike, and the branch is where the change goes (there is no
+  tree to apply it to). A repository with no commit yet has nothing to start from and is
+  refused;
 * a **plain folder** (or, for ``cadillac iterate``, a finished run's workspace) is copied
   into the run folder (regular files only: links are listed, never followed) and gets a
   private repository of its own in ``runs/<id>/git``, so both kinds are recorded alike.
@@ -68,6 +71,38 @@ class Source(BaseModel):
     branch: str
     skipped: list[str] = []
     """Files of a copied folder that were not copied (links, special files, oversized)."""
+    bare: bool = False
+    """The repository is bare: the change stays on :attr:`branch`, nothing is applied."""
+
+
+def bare_repository(path: Path) -> Path | None:
+    """``path`` when it is a bare repository's git directory; else None. The git directory
+    of a repository with a tree (its ``.git`` folder) is refused: its files are git's."""
+    if not ((path / "HEAD").is_file() and (path / "objects").is_dir()):
+        return None
+    try:
+        bare = git("rev-parse", "--is-bare-repository", repo=path).strip() == "true"
+        found = Path(git("rev-parse", "--absolute-git-dir", repo=path).strip()).resolve()
+    except GitError:
+        return None
+    if found != path.resolve():
+        return None
+    if not bare:
+        raise CadillacError(
+            f"{path} is a repository's git directory, not a project: give the project's "
+            "folder (the one that holds it)"
+        )
+    return found
+
+
+def head_of(repo: Path) -> str:
+    """The commit HEAD names; a one-line refusal when the repository has none yet."""
+    head = git("rev-parse", "-q", "--verify", "HEAD^{commit}", repo=repo, check=False).strip()
+    if not head:
+        raise CadillacError(
+            f"{repo} has no commit yet: cadillac works from HEAD, so commit the project first"
+        )
+    return head
 
 
 def repository_of(path: Path) -> Path | None:
@@ -84,12 +119,20 @@ def repository_of(path: Path) -> Path | None:
 def prepare(path: Path, workspace: Path, run_dir: Path, run_id: str, parent: str | None = None):
     """Fill the (empty) ``workspace`` from ``path``; the :class:`Source` that records it."""
     branch = f"cadillac/{run_id}"
-    repo = None if parent else repository_of(path)
+    bare = None if parent else bare_repository(path)
+    repo = bare or (None if parent else repository_of(path))
     if repo is not None:
-        base = git("rev-parse", "--verify", "HEAD^{commit}", repo=repo).strip()
+        base = head_of(repo)
         git("worktree", "add", "-q", "-b", branch, str(workspace), base, repo=repo)
         git_dir = git("rev-parse", "--absolute-git-dir", repo=workspace).strip()
-        return Source(kind="git", path=str(repo), git_dir=git_dir, base=base, branch=branch)
+        return Source(
+            kind="git",
+            path=str(repo),
+            git_dir=git_dir,
+            base=base,
+            branch=branch,
+            bare=bare is not None,
+        )
     workspace.rmdir()  # made empty with the run; the copy makes it again
     copied = copy_tree(path, workspace, skip_dirs=COPY_SKIP)
     if parent:  # the parent run's plan is its own record: the next version plans afresh
@@ -168,6 +211,11 @@ def changed_files(source: Source, workspace: Path) -> list[str]:
 def apply(source: Source, workspace: Path, patch: Path) -> str:
     """Bring the change into the user's tree (see the module docstring); what was done."""
     target = Path(source.path)
+    if source.bare:
+        raise CadillacError(
+            f"{target} is a bare repository: it has no tree to apply to; the change is on "
+            f"its branch {source.branch}"
+        )
     if source.kind == "git":
         dirty = git("status", "--porcelain", "--untracked-files=no", repo=target)
         if dirty.strip():

@@ -1,0 +1,90 @@
+"""What ``cadillac enhance`` decides before the first phase (issue 22).
+
+A bare repository is built from through a worktree, never copied in as the project (nor
+is a repository's ``.git`` folder); a repository with no commit is refused in one line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from orchestrator.cli import main
+from tests.fakes import enhance_policies as policies
+from tests.orchestrator.conftest import git
+from tests.orchestrator.loop.test_enhance import MODEL, project
+
+pytestmark = pytest.mark.e2e
+
+
+def committed(path: Path) -> Path:
+    repo = project(path)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "wordfreq")
+    return repo
+
+
+def enhance(home: Path, repo: Path, *extra: str, policy: str = "honest") -> int:
+    argv = ["enhance", str(repo), policies.TASK, "--model", MODEL.format(policy), "--json"]
+    return main([*argv, "--home", str(home), *extra])
+
+
+def only_run(home: Path) -> Path:
+    (run,) = (home / "runs").glob("2*")
+    return run
+
+
+def run_events(run: Path) -> list[dict]:
+    """Each event's fields, with its kind."""
+    lines = (run / "events.jsonl").read_text().splitlines()
+    return [{"kind": e["kind"], "phase": e["phase"], **e["data"]} for e in map(json.loads, lines)]
+
+
+# ------------------------------------------------------------------ item 8: a bare repository
+@pytest.fixture
+def bare_repo(tmp_path) -> Path:
+    bare = tmp_path / "wordfreq.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    clone = committed(tmp_path / "clone")
+    git(clone, "push", "-q", str(bare), "main")
+    return bare
+
+
+def test_a_bare_repository_is_built_from_a_worktree_not_copied_as_the_project(
+    home, bare_repo, capsys
+):
+    head = git(bare_repo, "rev-parse", "HEAD")
+    assert enhance(home, bare_repo) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["status"] == "passed", summary["reason"]
+    workspace = only_run(home) / "workspace"
+    assert (workspace / "wordfreq.py").is_file()
+    assert not any((workspace / name).exists() for name in ("HEAD", "config", "objects", "hooks"))
+    task = json.loads((only_run(home) / "task.json").read_text())
+    assert task["source"]["kind"] == "git" and task["source"]["bare"] is True
+    # the change is on the new branch of the bare repository; main is where it was
+    branch = summary["branch"]
+    assert git(bare_repo, "rev-parse", "main") == head
+    changed = git(bare_repo, "diff", "--name-only", f"{head}..{branch}").splitlines()
+    assert "wordfreq.py" in changed and "HEAD" not in changed
+
+
+def test_a_repositorys_git_folder_is_refused_not_copied_as_the_project(home, tmp_path, capsys):
+    repo = committed(tmp_path / "wordfreq")
+    assert enhance(home, repo / ".git") == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a repository's git directory" in err, err
+    assert not (home / "runs").exists() or not list((home / "runs").glob("2*"))
+
+
+# ------------------------------------------------------------------ item 19: bad starts
+def test_an_empty_repository_is_refused_in_one_line(home, tmp_path, capsys):
+    repo = project(tmp_path / "empty")
+    git(repo, "init", "-q", "-b", "main")
+    assert enhance(home, repo) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has no commit yet" in err and "fatal" not in err, err
+    assert not (home / "runs").exists() or not list((home / "runs").glob("2*"))
