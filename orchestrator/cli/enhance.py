@@ -69,10 +69,10 @@ def _change_options(p) -> None:
     p.add_argument("--json", action="store_true", help="print only the summary, as JSON")
 
 
-def _instruction(args: argparse.Namespace) -> str:
+def _instruction(args: argparse.Namespace, example: str) -> str:
     text = utf8(args.instruction, "the instruction").strip()
     if not text:
-        raise CadillacError('say what to change: cadillac enhance . "add a --json flag"')
+        raise CadillacError(f"the instruction is empty: say what to change: {example}")
     if args.test_cmd is not None and not utf8(args.test_cmd, "--test-cmd").strip():
         raise CadillacError("--test-cmd is empty: give the command that runs the tests")
     return text
@@ -83,7 +83,7 @@ def enhance(args: argparse.Namespace) -> int:
     from orchestrator.loop import source as sources
     from orchestrator.loop.agent import Builder
 
-    instruction = _instruction(args)
+    instruction = _instruction(args, 'cadillac enhance . "add a --json flag"')
     path = Path(utf8(args.path, "PATH")).expanduser()
     if not path.is_dir() or path.is_symlink():
         raise CadillacError(f"{path} is not a folder: give the project's folder")
@@ -120,10 +120,10 @@ def iterate(args: argparse.Namespace) -> int:
     from orchestrator.loop.agent import Builder
     from orchestrator.loop.runs import Run
 
-    instruction = _instruction(args)
     run_id = utf8(args.run_id, "RUN").strip()
     if not run_id:
         raise CadillacError("the run id is empty: give one from 'cadillac runs list'")
+    instruction = _instruction(args, f'cadillac iterate {run_id} "add a --json flag"')
     home = Home.resolve(getattr(args, "home", None)).check()
     parent = Run.open(home.runs_dir, run_id)
     summary = parent.summary()

@@ -1,7 +1,8 @@
-"""What ``cadillac enhance`` decides before the first phase (issue 22).
+"""What ``cadillac enhance`` and ``iterate`` decide before the first phase (issue 22).
 
 A bare repository is built from through a worktree, never copied in as the project (nor
-is a repository's ``.git`` folder); a repository with no commit is refused in one line.
+is a repository's ``.git`` folder); a repository with no commit and an empty instruction
+are refused in one line.
 """
 
 from __future__ import annotations
@@ -88,3 +89,11 @@ def test_an_empty_repository_is_refused_in_one_line(home, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "has no commit yet" in err and "fatal" not in err, err
     assert not (home / "runs").exists() or not list((home / "runs").glob("2*"))
+
+
+def test_an_empty_iterate_instruction_says_so_and_suggests_iterate(home, capsys):
+    code = main(["iterate", "20200101-000000-aaaaaa", "  ", "--model", MODEL.format("honest")])
+    err = capsys.readouterr().err
+    assert code == 1 and err.count("\n") == 1, err
+    assert "instruction is empty" in err and "cadillac iterate 20200101-000000-aaaaaa" in err
+    assert "enhance" not in err
