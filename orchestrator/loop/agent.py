@@ -19,6 +19,10 @@ phase. The memory part of the prompt (notes and lessons) is built once per build
 (:mod:`orchestrator.loop.memory_view`); the model changes the memory in-band with the
 memory tool (:mod:`orchestrator.loop.memory_tool`). A user's plugins hear of the build
 through hooks (:mod:`orchestrator.hooks`) and can never break it.
+
+A change to a project that exists (``enhance``, ``iterate``) starts with the project's
+stacks among the task's tags (:func:`memory.tags.project_tags`, read when the workspace
+is made), so its budgets and recall match history from the first phase.
 """
 
 from __future__ import annotations
@@ -190,10 +194,12 @@ class Builder:
         """Set by whoever runs this build to stop it: its commands die, its loop ends."""
         self.on_progress = on_progress or (lambda p: None)
         self.emit = run.event
-        self.tags = sorted(stack_tags(infer_tags_from_text(task)))
+        project = sorted(self.source.tags) if self.source is not None else []
+        self.tags = sorted(stack_tags(infer_tags_from_text(task)) | set(project))
+        """The task's stacks: its words', and for a change to a project, the project's."""
         self.memory = open_build_memory(
             home,
-            task,
+            task + (f"\nThe project's stacks: {', '.join(project)}." if project else ""),
             self.tags,
             recall_limit=config.recall_limit,
             lessons_chars=config.lessons_chars,

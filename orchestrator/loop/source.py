@@ -44,6 +44,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from memory.tags import project_tags
 from orchestrator.errors import CadillacError
 from orchestrator.sandbox.files import copy_tree
 from orchestrator.sandbox.git import GitError, WorkTree, git, status_paths
@@ -73,6 +74,8 @@ class Source(BaseModel):
     """Files of a copied folder that were not copied (links, special files, oversized)."""
     bare: bool = False
     """The repository is bare: the change stays on :attr:`branch`, nothing is applied."""
+    tags: list[str] = []
+    """The project's stacks, read from its files at the start (:func:`project_tags`)."""
 
 
 def bare_repository(path: Path) -> Path | None:
@@ -132,6 +135,7 @@ def prepare(path: Path, workspace: Path, run_dir: Path, run_id: str, parent: str
             base=base,
             branch=branch,
             bare=bare is not None,
+            tags=sorted(project_tags(workspace)),
         )
     workspace.rmdir()  # made empty with the run; the copy makes it again
     copied = copy_tree(path, workspace, skip_dirs=COPY_SKIP)
@@ -148,6 +152,7 @@ def prepare(path: Path, workspace: Path, run_dir: Path, run_id: str, parent: str
         base="",
         branch=branch,
         skipped=copied.skipped,
+        tags=sorted(project_tags(workspace)),
     )
     source.base = commit(source, workspace, "the project as cadillac found it", allow_empty=True)
     return source

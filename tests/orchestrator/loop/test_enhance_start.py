@@ -2,7 +2,8 @@
 
 A bare repository is built from through a worktree, never copied in as the project (nor
 is a repository's ``.git`` folder); a repository with no commit and an empty instruction
-are refused in one line.
+are refused in one line; the build is tagged with the project's stacks before it starts,
+so the first phase gets the budgets and lessons learned for them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from memory import Lesson, MemoryStore
+from memory.budgets import BudgetRow
+from memory.tags import project_tags
 from orchestrator.cli import main
+from orchestrator.home import Home
 from tests.fakes import enhance_policies as policies
 from tests.orchestrator.conftest import git
 from tests.orchestrator.loop.test_enhance import MODEL, project
@@ -97,3 +102,76 @@ def test_an_empty_iterate_instruction_says_so_and_suggests_iterate(home, capsys)
     assert code == 1 and err.count("\n") == 1, err
     assert "instruction is empty" in err and "cadillac iterate 20200101-000000-aaaaaa" in err
     assert "enhance" not in err
+
+
+# ------------------------------------------------------------------ item 9: the project's tags
+def test_the_build_is_tagged_with_the_projects_stacks_before_the_first_phase(
+    home, tmp_path, capsys
+):
+    repo = committed(tmp_path / "wordfreq")  # requirements.txt: a Python project
+    assert enhance(home, repo) == 0
+    run = only_run(home)
+    start = next(e for e in run_events(run) if e["kind"] == "build_start")
+    assert "python" in start["tags"], start["tags"]
+    assert all("no task tags" not in b["reason"] for b in start["budgets"].values())
+    assert "python" in json.loads((run / "task.json").read_text())["source"]["tags"]
+
+
+def test_the_first_phase_gets_the_budget_and_lessons_learned_for_the_projects_stack(home, tmp_path):
+    rows = [BudgetRow(phase="plan", rounds=10, tags=["python"], outcome="passed")] * 3
+    (home / "phase_budgets.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in rows))
+    store = MemoryStore(Home(home).memory_path)
+    python, react = (
+        store.save(Lesson(type="tool_pattern", trigger=trigger, fix=fix, tags=tags, confidence=0.5))
+        for trigger, fix, tags in (
+            (
+                "adding an option to a command-line tool that counts words",
+                "test the option's default and one value with a unit test",
+                ["python"],
+            ),
+            (
+                "a word counter component in the browser shows words shorter than a minimum",
+                "filter in a useMemo hook and cover it with a jest unit test",
+                ["react", "typescript"],
+            ),
+        )
+    )
+    repo = committed(tmp_path / "wordfreq")  # the instruction names no stack
+    assert enhance(home, repo) == 0
+    run = only_run(home)
+    plan = next(e for e in run_events(run) if e["kind"] == "phase_start")
+    assert plan["phase"] == "plan" and plan["budget"] == 12  # p90 10 x 1.2 of python rows
+    recalled = json.loads((run / "summary.json").read_text())["lessons_recalled"]
+    assert python.id in recalled and react.id not in recalled, recalled
+
+
+@pytest.mark.parametrize(
+    ("files", "tags"),
+    [
+        ({"pyproject.toml": '[project]\ndependencies = ["flask"]\n'}, {"python", "flask"}),
+        ({"requirements.txt": "pytest\n"}, {"python", "pytest"}),
+        (
+            {
+                "package.json": '{"dependencies": {"react": "18"}, "devDependencies": '
+                '{"typescript": "5"}}'
+            },  # fmt: skip
+            {"node", "javascript", "react", "typescript"},
+        ),
+        ({"go.mod": "module example.com/x\n"}, {"go"}),
+        ({"Cargo.toml": '[package]\nname = "x"\n'}, {"rust", "cargo"}),
+        ({"src/main.py": "print(1)\n"}, {"python"}),  # no manifest: the files' languages
+        ({"README.md": "a flask app, some day\n"}, set()),
+    ],
+)
+def test_project_tags_come_from_manifests_then_file_extensions(tmp_path, files, tags):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert project_tags(tmp_path) == tags
+
+
+def test_project_tags_follow_no_link(tmp_path):
+    (tmp_path / "outside.toml").write_text('dependencies = ["django"]\n')
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "pyproject.toml").symlink_to(tmp_path / "outside.toml")
+    assert project_tags(tmp_path / "proj") == set()
