@@ -5,11 +5,18 @@ instead of an empty folder; :mod:`orchestrator.loop.source` decides where the wo
 happens and where it goes. What is decided here: what the command line may point at (a
 folder that exists, outside the home; a run that passed), and that ``--apply`` touches
 the user's tree only after the build passed.
+
+Before the run starts, the user hears what the build leaves out of the repository (it
+works from HEAD: uncommitted and untracked files, submodules), and ``--apply`` is
+refused when the tree could not take the change (uncommitted changes, a bare
+repository), before a model call is paid for. Before the first phase the project's own
+tests run once: when they already fail, the user and the model are told.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 
 from orchestrator.cli import output
@@ -99,9 +106,15 @@ def enhance(args: argparse.Namespace) -> int:
         )
     hooks = load_hooks(args)
     home.check(write=True)
+    state = sources.survey(path)
+    if args.apply:
+        _can_apply(state)
+    for note in state.notes():
+        output.warn(note)
     builder = Builder.enhance(
         home, config, instruction, path, test_command=args.test_cmd, hooks=hooks
     )
+    _baseline_tests(builder)
     status = run_resumably(builder, args, home)
     _report(builder, args)
     if args.apply:
@@ -149,9 +162,51 @@ def iterate(args: argparse.Namespace) -> int:
         parent=run_id,
         hooks=hooks,
     )
+    _baseline_tests(builder)
     status = run_resumably(builder, args, home)
     _report(builder, args)
     return status
+
+
+def _can_apply(state) -> None:
+    """Refuse ``--apply`` now, before the build is paid for, when its end would."""
+    if state.kind == "bare":
+        raise CadillacError(
+            f"{state.path} is a bare repository: there is no tree to apply the change to; "
+            "leave out --apply (the change goes on a new branch in it)"
+        )
+    if state.uncommitted:
+        raise CadillacError(
+            f"{state.path} has uncommitted changes ({', '.join(state.uncommitted[:5])}"
+            f"{' ...' if len(state.uncommitted) > 5 else ''}): --apply needs a clean tree, "
+            "so commit or stash them first"
+        )
+
+
+def _baseline_tests(builder) -> None:
+    """Run the project's own tests once before the first phase and say when they already
+    fail (:meth:`~orchestrator.loop.agent.Builder.baseline_tests`). Stopped there, the
+    run is removed: nothing was asked of a model yet."""
+    from orchestrator.loop import source as sources
+
+    command = builder.record.baseline.test_command if builder.record.baseline else None
+    if not command:
+        return
+    output.err().print(
+        f"running the project's own tests once, as they are: {command}",
+        markup=False,
+        soft_wrap=True,
+    )
+    try:
+        failing = builder.baseline_tests()
+    except KeyboardInterrupt:
+        sources.discard(builder.source, builder.run.workspace)
+        shutil.rmtree(builder.run.dir, ignore_errors=True)
+        raise
+    if failing:
+        lines = failing.splitlines()
+        last = f" ({lines[-1].strip()[:200]})" if len(lines) > 1 else ""
+        output.warn(f"the project's own tests already fail before any change: {lines[0]}{last}")
 
 
 def _report(builder, args: argparse.Namespace) -> None:

@@ -30,6 +30,11 @@ the workspace names the git directory found before the model ran, after the guar
 removed every nested ``.git`` and new gitlink, with no driver, hook or submodule that
 could run a program.
 
+Working from HEAD leaves out what the user has not committed, and a worktree leaves
+submodules as empty folders: :func:`survey` finds both before the run starts (the
+command line says so, and refuses ``--apply`` on a tree it could not apply to before the
+build is paid for).
+
 ``apply`` brings a passed build's change into the user's tree: a fast-forward of the
 checked-out branch when it is still at the commit the build started from and its tree is
 clean, else ``git apply`` of the patch onto a clean tree; a plain folder gets the patch
@@ -53,8 +58,20 @@ from orchestrator.sandbox.installs import ENV_DIRS
 CADILLAC_FILES = ("plan.json", "PLAN.md")
 """cadillac's own records in a workspace: never part of the change."""
 COPY_SKIP = frozenset({".git", *ENV_DIRS, "__pycache__", ".pytest_cache", ".mypy_cache"})
-__all__ = ["GitError", "Source", "apply", "changed_files", "commit", "prepare", "restore"]
+__all__ = [
+    "GitError",
+    "RepoState",
+    "Source",
+    "apply",
+    "changed_files",
+    "commit",
+    "prepare",
+    "restore",
+    "survey",
+]
 Said = Callable[[str], None] | None
+LISTED = 10
+"""How many left-out files a note names before it says how many more."""
 
 
 class Source(BaseModel):
@@ -76,6 +93,42 @@ class Source(BaseModel):
     """The repository is bare: the change stays on :attr:`branch`, nothing is applied."""
     tags: list[str] = []
     """The project's stacks, read from its files at the start (:func:`project_tags`)."""
+
+
+class RepoState(BaseModel):
+    """What a repository holds that a build from its HEAD leaves out (see :func:`survey`)."""
+
+    path: str
+    kind: Literal["git", "bare", "folder"]
+    head: str = ""
+    uncommitted: list[str] = []
+    """Tracked files changed (or staged) since HEAD."""
+    untracked: list[str] = []
+    """Files git does not track and does not ignore."""
+    submodules: list[str] = []
+    """Submodules at HEAD: empty folders in the workspace."""
+
+    def notes(self) -> list[str]:
+        """What to tell the user at the start, one line each."""
+        out = []
+        if self.uncommitted or self.untracked:
+            parts = [f"{len(self.uncommitted)} uncommitted change(s)"] if self.uncommitted else []
+            parts += [f"{len(self.untracked)} untracked file(s)"] if self.untracked else []
+            out.append(
+                f"cadillac works from HEAD ({self.head[:12]}): {' and '.join(parts)} are left "
+                f"out: {_listed(self.uncommitted + self.untracked)}"
+            )
+        if self.submodules:
+            out.append(
+                f"submodule(s) are empty folders in the workspace (cadillac does not check "
+                f"them out): {_listed(self.submodules)}"
+            )
+        return out
+
+
+def _listed(paths: list[str]) -> str:
+    more = len(paths) - LISTED
+    return ", ".join(paths[:LISTED]) + (f" and {more} more" if more > 0 else "")
 
 
 def bare_repository(path: Path) -> Path | None:
@@ -106,6 +159,25 @@ def head_of(repo: Path) -> str:
             f"{repo} has no commit yet: cadillac works from HEAD, so commit the project first"
         )
     return head
+
+
+def survey(path: Path) -> RepoState:
+    """What :func:`prepare` would start from at ``path``, and what it would leave out."""
+    bare = bare_repository(path)
+    repo = bare or repository_of(path)
+    if repo is None:
+        return RepoState(path=str(path), kind="folder")
+    state = RepoState(path=str(repo), kind="bare" if bare else "git", head=head_of(repo))
+    tree = git("ls-tree", "-r", "-z", "HEAD", repo=repo)
+    state.submodules = [
+        entry.split("\t", 1)[1] for entry in tree.split("\0") if entry.startswith("160000 ")
+    ]
+    if bare is None:
+        status = git("status", "-z", "--porcelain", "--untracked-files=no", repo=repo)
+        state.uncommitted = status_paths(status)
+        others = git("ls-files", "-z", "--others", "--exclude-standard", repo=repo)
+        state.untracked = [name for name in others.split("\0") if name]
+    return state
 
 
 def repository_of(path: Path) -> Path | None:

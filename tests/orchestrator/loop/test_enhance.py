@@ -109,10 +109,11 @@ def test_an_enhanced_repository_gets_a_branch_and_a_patch_and_is_itself_unchange
 def test_apply_refuses_a_dirty_tree_and_fast_forwards_a_clean_one(home, user_repo, capsys):
     (user_repo / "README.md").write_text("edited by the user, not committed\n")
     dirty = snapshot(user_repo)
-    code, summary = enhance(home, user_repo, "honest", "--apply")
+    argv = ["enhance", str(user_repo), policies.TASK, "--model", MODEL.format("honest")]
+    code = main([*argv, "--apply", "--home", str(home)])
     err = capsys.readouterr().err
-    assert code == 1 and summary["status"] == "passed" and summary["applied"] == ""
-    assert "uncommitted changes" in err and snapshot(user_repo) == dirty
+    assert code == 1 and not (home / "runs").exists()  # refused before the build was paid for
+    assert "uncommitted changes (README.md)" in err and snapshot(user_repo) == dirty
 
     git(user_repo, "checkout", "-q", "--", "README.md")
     code, summary = enhance(home, user_repo, "honest", "--apply")

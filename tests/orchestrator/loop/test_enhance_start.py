@@ -3,7 +3,11 @@
 A bare repository is built from through a worktree, never copied in as the project (nor
 is a repository's ``.git`` folder); a repository with no commit and an empty instruction
 are refused in one line; the build is tagged with the project's stacks before it starts,
-so the first phase gets the budgets and lessons learned for them.
+so the first phase gets the budgets and lessons learned for them; the user hears what
+working from HEAD leaves out (uncommitted and untracked files, submodules), ``--apply``
+on a tree that could not take the change is refused before the build is paid for, and a
+project whose own tests already fail is said to be one, to the user and in the model's
+prompt.
 """
 
 from __future__ import annotations
@@ -76,6 +80,13 @@ def test_a_bare_repository_is_built_from_a_worktree_not_copied_as_the_project(
     assert git(bare_repo, "rev-parse", "main") == head
     changed = git(bare_repo, "diff", "--name-only", f"{head}..{branch}").splitlines()
     assert "wordfreq.py" in changed and "HEAD" not in changed
+
+
+def test_apply_to_a_bare_repository_is_refused_before_the_build(home, bare_repo, capsys):
+    assert enhance(home, bare_repo, "--apply") == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a bare repository" in err, err
+    assert not (home / "runs").exists() or not list((home / "runs").glob("2*"))
 
 
 def test_a_repositorys_git_folder_is_refused_not_copied_as_the_project(home, tmp_path, capsys):
@@ -175,3 +186,55 @@ def test_project_tags_follow_no_link(tmp_path):
     (tmp_path / "proj").mkdir()
     (tmp_path / "proj" / "pyproject.toml").symlink_to(tmp_path / "outside.toml")
     assert project_tags(tmp_path / "proj") == set()
+
+
+# ------------------------------------------------------------------ item 20: what is left out
+def test_uncommitted_untracked_and_submodules_are_named_at_the_start(home, tmp_path, capsys):
+    sub = committed(tmp_path / "lib")
+    repo = committed(tmp_path / "wordfreq")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "vendor/lib")
+    git(repo, "commit", "-q", "-m", "a submodule")
+    (repo / "README.md").write_text("edited, not committed\n")
+    for i in range(14):
+        (repo / f"scratch{i:02}.txt").write_text("untracked\n")
+    assert enhance(home, repo) == 0
+    err = capsys.readouterr().err
+    left = next(line for line in err.splitlines() if "left out" in line)
+    assert "1 uncommitted change(s) and 14 untracked file(s)" in left
+    assert "README.md" in left and "scratch00.txt" in left and "and 5 more" in left
+    assert "scratch13.txt" not in left  # bounded
+    sub_line = next(line for line in err.splitlines() if "submodule" in line)
+    assert "vendor/lib" in sub_line and "empty folder" in sub_line
+
+
+def test_a_clean_repository_gets_no_note(home, tmp_path, capsys):
+    repo = committed(tmp_path / "wordfreq")
+    assert enhance(home, repo) == 0
+    err = capsys.readouterr().err
+    assert "left out" not in err and "submodule" not in err and "already fail" not in err
+
+
+def test_tests_that_already_fail_at_head_are_said_to_user_and_model(home, tmp_path, capsys):
+    repo = project(tmp_path / "wordfreq")
+    (repo / "tests" / "test_broken.py").write_text(
+        "import unittest\n\n\nclass Broken(unittest.TestCase):\n"
+        "    def test_broken_already(self):\n        self.assertEqual(1, 2)\n"
+    )
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "wordfreq, with a failing test")
+    enhance(home, repo)
+    err = capsys.readouterr().err
+    line = next(line for line in err.splitlines() if "already fail" in line)
+    assert "python -m unittest discover -s tests" in line and "exit status 1" in line
+    run = only_run(home)
+    failing = json.loads((run / "task.json").read_text())["baseline"]["failing"]
+    assert "test_broken_already" in failing
+    commands = [e["command"] for e in run_events(run) if e["kind"] == "command"]
+    assert commands[0] == "python -m unittest discover -s tests"  # before any phase's check
+    plan_prompt = next(
+        json.loads(line)
+        for line in (run / "llm.jsonl").read_text().splitlines()
+        if "# Phase: plan" in line
+    )
+    assert "already failed before any change" in json.dumps(plan_prompt)
