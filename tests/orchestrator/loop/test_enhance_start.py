@@ -238,3 +238,20 @@ def test_tests_that_already_fail_at_head_are_said_to_user_and_model(home, tmp_pa
         if "# Phase: plan" in line
     )
     assert "already failed before any change" in json.dumps(plan_prompt)
+
+
+def test_ctrl_c_while_the_first_tests_run_removes_the_run_and_its_branch(
+    home, tmp_path, capsys, monkeypatch
+):
+    from orchestrator.loop.agent import Builder
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Builder, "baseline_tests", interrupted)  # Ctrl-C, as it would come
+    repo = committed(tmp_path / "wordfreq")
+    assert enhance(home, repo) != 0
+    assert "interrupted" in capsys.readouterr().err
+    assert not list((home / "runs").glob("2*"))
+    assert git(repo, "branch", "--list", "cadillac/*") == ""
+    assert "runs" not in git(repo, "worktree", "list")
