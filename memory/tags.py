@@ -15,6 +15,12 @@ lesson about ``main.tsx`` and the one about Flask's request parsing alike.
 less those its own text rules out (see there). Recall matches a task's stacks
 against these, not against the raw tags.
 
+:func:`project_tags` tags a project that exists (``cadillac enhance``, ``iterate``) from
+its files: its manifests say its languages (``pyproject.toml`` python, ``package.json``
+node, ``go.mod`` go, ``Cargo.toml`` rust), and the stacks their text names in those
+languages (a ``react`` dependency); a project with no manifest is tagged by the
+languages of its files' extensions.
+
 Tags are lower-case words. Phase tags (plan, deps, ...) and layout tags
 (modular, flat) are known tags but not *stack* tags: they say when or how a
 lesson was learned, not which ecosystem it belongs to.
@@ -22,10 +28,13 @@ lesson was learned, not which ecosystem it belongs to.
 
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
+from pathlib import Path
 
 from memory.tokens import words
+from orchestrator.sandbox.files import UnsafeFile, read_regular, what_is
 
 LANGUAGE_TAGS = frozenset(
     {"python", "typescript", "javascript", "node", "go", "rust", "php", "html", "css"}
@@ -277,3 +286,59 @@ def normalize_tags(tags: list[str] | set[str] | tuple[str, ...]) -> list[str]:
         if t:
             seen.setdefault(t, None)
     return list(seen)
+
+
+MANIFESTS: dict[str, frozenset[str]] = {
+    "pyproject.toml": frozenset({"python"}),
+    "requirements.txt": frozenset({"python"}),
+    "setup.py": frozenset({"python"}),
+    "setup.cfg": frozenset({"python"}),
+    "Pipfile": frozenset({"python"}),
+    "package.json": frozenset({"node", "javascript"}),
+    "tsconfig.json": frozenset({"typescript", "javascript"}),
+    "go.mod": frozenset({"go"}),
+    "Cargo.toml": frozenset({"rust", "cargo"}),
+    "composer.json": frozenset({"php"}),
+}
+"""A manifest at a project's top -> the stacks it says the project is in."""
+MANIFEST_BYTES = 256 * 1024
+PROJECT_SKIP = frozenset(
+    {".git", ".venv", "venv", "node_modules", "target", "dist", "build", "__pycache__"}
+)
+PROJECT_FILES = 5000
+"""How many of a project's files the extension fallback looks at, at most."""
+
+
+def project_tags(root: Path) -> set[str]:
+    """The stack tags of the project at ``root`` (see the module docstring). Files are
+    read without following links; what cannot be read says nothing."""
+    languages: set[str] = set()
+    named: set[str] = set()
+    for name, stacks in MANIFESTS.items():
+        if what_is(root / name) is not None:
+            continue
+        languages |= stacks
+        try:
+            text = read_regular(root / name, MANIFEST_BYTES).decode("utf-8", "replace")
+        except (UnsafeFile, OSError):
+            continue
+        named |= stack_tags(infer_tags_from_text(text))
+    if not languages:
+        return _extension_languages(root)
+    spoken = frozenset().union(*map(languages_of, languages))
+    return languages | {t for t in named if not languages_of(t) or languages_of(t) & spoken}
+
+
+def _extension_languages(root: Path) -> set[str]:
+    found: set[str] = set()
+    seen = 0
+    for _folder, subfolders, files in os.walk(root):  # os.walk does not enter links
+        subfolders[:] = [d for d in subfolders if d not in PROJECT_SKIP]
+        for name in files:
+            ext = name.rpartition(".")[2].lower() if "." in name else ""
+            if ext in _EXTENSIONS:
+                found |= implied_by(_EXTENSIONS[ext])
+            seen += 1
+            if seen >= PROJECT_FILES:
+                return found & STACK_TAGS
+    return found & STACK_TAGS

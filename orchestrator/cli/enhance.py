@@ -5,11 +5,18 @@ instead of an empty folder; :mod:`orchestrator.loop.source` decides where the wo
 happens and where it goes. What is decided here: what the command line may point at (a
 folder that exists, outside the home; a run that passed), and that ``--apply`` touches
 the user's tree only after the build passed.
+
+Before the run starts, the user hears what the build leaves out of the repository (it
+works from HEAD: uncommitted and untracked files, submodules), and ``--apply`` is
+refused when the tree could not take the change (uncommitted changes, a bare
+repository), before a model call is paid for. Before the first phase the project's own
+tests run once: when they already fail, the user and the model are told.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 
 from orchestrator.cli import output
@@ -73,10 +80,10 @@ def _change_options(p) -> None:
     p.add_argument("--json", action="store_true", help="print only the summary, as JSON")
 
 
-def _instruction(args: argparse.Namespace) -> str:
+def _instruction(args: argparse.Namespace, example: str) -> str:
     text = utf8(args.instruction, "the instruction").strip()
     if not text:
-        raise UsageError('say what to change: cadillac enhance . "add a --json flag"')
+        raise UsageError(f"the instruction is empty: say what to change: {example}")
     if args.test_cmd is not None and not utf8(args.test_cmd, "--test-cmd").strip():
         raise CadillacError("--test-cmd is empty: give the command that runs the tests")
     return text
@@ -87,7 +94,7 @@ def enhance(args: argparse.Namespace) -> int:
     from orchestrator.loop import source as sources
     from orchestrator.loop.agent import Builder
 
-    instruction = _instruction(args)
+    instruction = _instruction(args, 'cadillac enhance . "add a --json flag"')
     path = Path(utf8(args.path, "PATH")).expanduser()
     if not path.is_dir() or path.is_symlink():
         raise CadillacError(f"{path} is not a folder: give the project's folder")
@@ -103,9 +110,15 @@ def enhance(args: argparse.Namespace) -> int:
         )
     hooks = load_hooks(args)
     home.check(write=True)
+    state = sources.survey(path)
+    if args.apply:
+        _can_apply(state)
+    for note in state.notes():
+        output.warn(note)
     builder = Builder.enhance(
         home, config, instruction, path, test_command=args.test_cmd, hooks=hooks
     )
+    _baseline_tests(builder)
     status = run_resumably(builder, args, home)
     _report(builder, args)
     if args.apply:
@@ -124,10 +137,10 @@ def iterate(args: argparse.Namespace) -> int:
     from orchestrator.loop.agent import Builder
     from orchestrator.loop.runs import Run
 
-    instruction = _instruction(args)
     run_id = utf8(args.run_id, "RUN").strip()
     if not run_id:
         raise CadillacError("the run id is empty: give one from 'cadillac runs list'")
+    instruction = _instruction(args, f'cadillac iterate {run_id} "add a --json flag"')
     home = Home.resolve(getattr(args, "home", None)).check()
     parent = Run.open(home.runs_dir, run_id)
     summary = parent.summary()
@@ -153,9 +166,51 @@ def iterate(args: argparse.Namespace) -> int:
         parent=run_id,
         hooks=hooks,
     )
+    _baseline_tests(builder)
     status = run_resumably(builder, args, home)
     _report(builder, args)
     return status
+
+
+def _can_apply(state) -> None:
+    """Refuse ``--apply`` now, before the build is paid for, when its end would."""
+    if state.kind == "bare":
+        raise CadillacError(
+            f"{state.path} is a bare repository: there is no tree to apply the change to; "
+            "leave out --apply (the change goes on a new branch in it)"
+        )
+    if state.uncommitted:
+        raise CadillacError(
+            f"{state.path} has uncommitted changes ({', '.join(state.uncommitted[:5])}"
+            f"{' ...' if len(state.uncommitted) > 5 else ''}): --apply needs a clean tree, "
+            "so commit or stash them first"
+        )
+
+
+def _baseline_tests(builder) -> None:
+    """Run the project's own tests once before the first phase and say when they already
+    fail (:meth:`~orchestrator.loop.agent.Builder.baseline_tests`). Stopped there, the
+    run is removed: nothing was asked of a model yet."""
+    from orchestrator.loop import source as sources
+
+    command = builder.record.baseline.test_command if builder.record.baseline else None
+    if not command:
+        return
+    output.err().print(
+        f"running the project's own tests once, as they are: {command}",
+        markup=False,
+        soft_wrap=True,
+    )
+    try:
+        failing = builder.baseline_tests()
+    except KeyboardInterrupt:
+        sources.discard(builder.source, builder.run.workspace)
+        shutil.rmtree(builder.run.dir, ignore_errors=True)
+        raise
+    if failing:
+        lines = failing.splitlines()
+        last = f" ({lines[-1].strip()[:200]})" if len(lines) > 1 else ""
+        output.warn(f"the project's own tests already fail before any change: {lines[0]}{last}")
 
 
 def _report(builder, args: argparse.Namespace) -> None:

@@ -19,6 +19,12 @@ phase. The memory part of the prompt (notes and lessons) is built once per build
 (:mod:`orchestrator.loop.memory_view`); the model changes the memory in-band with the
 memory tool (:mod:`orchestrator.loop.memory_tool`). A user's plugins hear of the build
 through hooks (:mod:`orchestrator.hooks`) and can never break it.
+
+A change to a project that exists (``enhance``, ``iterate``) starts with the project's
+stacks among the task's tags (:func:`memory.tags.project_tags`, read when the workspace
+is made), so its budgets and recall match history from the first phase; its own tests
+run once on the project as it is before the first phase
+(:meth:`Builder.baseline_tests`), and what already fails is told to every phase.
 """
 
 from __future__ import annotations
@@ -69,10 +75,21 @@ from orchestrator.sandbox.venvs import support_site
 from orchestrator.sandbox.workspace import Workspace
 from orchestrator.tools.box import FinishRequest, ToolBox
 from orchestrator.tools.schema import TOOLS
-from phases import DEFAULT_ROUNDS, PHASES, load_phases
-from phases.base import Baseline, Phase, PhaseContext, PlanError, load_plan, read_prompt
+from phases import DEFAULT_ROUNDS, PHASES, deps, load_phases
+from phases.base import (
+    Baseline,
+    Phase,
+    PhaseContext,
+    Plan,
+    PlanError,
+    load_plan,
+    read_prompt,
+    suite_kept,
+)
 from phases.suite import discover_test_command, inventory
 
+FAILING_LINES = 12
+"""How many of the last lines of a failing suite's output say what failed at the start."""
 NUDGE = "Reply with tool calls: work with the tools, then call finish_phase when the phase is done."
 
 
@@ -190,10 +207,12 @@ class Builder:
         """Set by whoever runs this build to stop it: its commands die, its loop ends."""
         self.on_progress = on_progress or (lambda p: None)
         self.emit = run.event
-        self.tags = sorted(stack_tags(infer_tags_from_text(task)))
+        project = sorted(self.source.tags) if self.source is not None else []
+        self.tags = sorted(stack_tags(infer_tags_from_text(task)) | set(project))
+        """The task's stacks: its words', and for a change to a project, the project's."""
         self.memory = open_build_memory(
             home,
-            task,
+            task + (f"\nThe project's stacks: {', '.join(project)}." if project else ""),
             self.tags,
             recall_limit=config.recall_limit,
             lessons_chars=config.lessons_chars,
@@ -331,6 +350,20 @@ class Builder:
             shutil.rmtree(run.dir, ignore_errors=True)
             raise
         return cls(home, config, instruction, run, record=record, **kw)
+
+    def baseline_tests(self) -> str | None:
+        """For a change to a project, before the first phase: its own tests, run once on
+        the project as it is, as the checks run them (in the sandbox, its own dependencies
+        installed as the deps phase installs them). What failed (the step, its status, the
+        last lines of its output) is kept in ``task.json`` and told to every phase; None
+        when they passed, or there is no test command to run."""
+        base = self.record.baseline
+        if base is None or not base.test_command:
+            return None
+        base.failing = failing_at_start(self._context(), base.test_command)
+        self.run.save_task(self.record)
+        self.emit("baseline_tests", command=base.test_command, failing=base.failing)
+        return base.failing
 
     @classmethod
     def resume(cls, home: Home, config: BuildConfig, run_id: str, **kw) -> Builder:
@@ -565,6 +598,12 @@ class Builder:
             parts.append(
                 f"The project's own test command: {command}; its tests: "
                 f"{base.suite.count()} in {len(base.suite.tests)} file(s)."
+            )
+        failing = self.record.baseline.failing if self.record.baseline else None
+        if failing:
+            parts.append(
+                "The project's own tests already failed before any change (run once at the "
+                f"start, as the checks run them): {failing}"
             )
         digest = self.knowledge.latest().digest  # the end of the last phase refreshed it
         if digest:
@@ -857,6 +896,25 @@ def dependency_hashes(root: Path) -> dict[str, str]:
             except (UnsafeFile, OSError):
                 continue
     return out
+
+
+def failing_at_start(ctx: PhaseContext, test_command: str) -> str | None:
+    """What :meth:`Builder.baseline_tests` reports of a project as it is, or None."""
+    as_it_is = Plan(
+        summary="the project as it is",
+        stack=[],
+        files=list(DEPENDENCY_FILES),
+        dependencies=[],
+        test_command=test_command,
+        run_command="true",
+    )
+    ready = deps.check(ctx, as_it_is)
+    failed = suite_kept(ctx) if ready.passed else ready
+    if failed is None or failed.passed:
+        return None
+    status, _, output = failed.details.partition("\n")
+    tail = [line for line in output.splitlines() if line.strip()][-FAILING_LINES:]
+    return f"{failed.summary}: {status}" + "".join(f"\n{line}" for line in tail)
 
 
 def baseline_of(workspace: Path, test_command: str | None) -> BaselineRecord:

@@ -50,6 +50,9 @@ class BaselineRecord(BaseModel):
     suite: SuiteInventory = Field(default_factory=SuiteInventory)
     dependency_files: dict[str, str] = Field(default_factory=dict)
     """Dependency file -> sha256 at the start."""
+    failing: str | None = None
+    """What the project's own tests said when run once before the first phase, when they
+    failed (``cadillac enhance`` runs them); None when they passed or did not run."""
 
 
 class MatrixOrigin(BaseModel):

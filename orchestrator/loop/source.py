@@ -5,7 +5,10 @@ touched while it does:
 
 * a **git repository** gets a new worktree in the run folder on a new branch
   ``cadillac/<run-id>``, made from its HEAD; the checked-out tree and branch stay as they
-  are;
+  are. A **bare** repository is one too (its files are git's, never the project): the
+  worktree is made from it alike, and the branch is where the change goes (there is no
+  tree to apply it to). A repository with no commit yet has nothing to start from and is
+  refused;
 * a **plain folder** (or, for ``cadillac iterate``, a finished run's workspace) is copied
   into the run folder (regular files only: links are listed, never followed) and gets a
   private repository of its own in ``runs/<id>/git``, so both kinds are recorded alike.
@@ -27,6 +30,11 @@ the workspace names the git directory found before the model ran, after the guar
 removed every nested ``.git`` and new gitlink, with no driver, hook or submodule that
 could run a program.
 
+Working from HEAD leaves out what the user has not committed, and a worktree leaves
+submodules as empty folders: :func:`survey` finds both before the run starts (the
+command line says so, and refuses ``--apply`` on a tree it could not apply to before the
+build is paid for).
+
 ``apply`` brings a passed build's change into the user's tree: a fast-forward of the
 checked-out branch when it is still at the commit the build started from and its tree is
 clean, else ``git apply`` of the patch onto a clean tree; a plain folder gets the patch
@@ -41,6 +49,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from memory.tags import project_tags
 from orchestrator.errors import CadillacError
 from orchestrator.sandbox.files import copy_tree
 from orchestrator.sandbox.git import GitError, WorkTree, git, status_paths
@@ -49,8 +58,20 @@ from orchestrator.sandbox.installs import ENV_DIRS
 CADILLAC_FILES = ("plan.json", "PLAN.md")
 """cadillac's own records in a workspace: never part of the change."""
 COPY_SKIP = frozenset({".git", *ENV_DIRS, "__pycache__", ".pytest_cache", ".mypy_cache"})
-__all__ = ["GitError", "Source", "apply", "changed_files", "commit", "prepare", "restore"]
+__all__ = [
+    "GitError",
+    "RepoState",
+    "Source",
+    "apply",
+    "changed_files",
+    "commit",
+    "prepare",
+    "restore",
+    "survey",
+]
 Said = Callable[[str], None] | None
+LISTED = 10
+"""How many left-out files a note names before it says how many more."""
 
 
 class Source(BaseModel):
@@ -68,6 +89,95 @@ class Source(BaseModel):
     branch: str
     skipped: list[str] = []
     """Files of a copied folder that were not copied (links, special files, oversized)."""
+    bare: bool = False
+    """The repository is bare: the change stays on :attr:`branch`, nothing is applied."""
+    tags: list[str] = []
+    """The project's stacks, read from its files at the start (:func:`project_tags`)."""
+
+
+class RepoState(BaseModel):
+    """What a repository holds that a build from its HEAD leaves out (see :func:`survey`)."""
+
+    path: str
+    kind: Literal["git", "bare", "folder"]
+    head: str = ""
+    uncommitted: list[str] = []
+    """Tracked files changed (or staged) since HEAD."""
+    untracked: list[str] = []
+    """Files git does not track and does not ignore."""
+    submodules: list[str] = []
+    """Submodules at HEAD: empty folders in the workspace."""
+
+    def notes(self) -> list[str]:
+        """What to tell the user at the start, one line each."""
+        out = []
+        if self.uncommitted or self.untracked:
+            parts = [f"{len(self.uncommitted)} uncommitted change(s)"] if self.uncommitted else []
+            parts += [f"{len(self.untracked)} untracked file(s)"] if self.untracked else []
+            out.append(
+                f"cadillac works from HEAD ({self.head[:12]}): {' and '.join(parts)} are left "
+                f"out: {_listed(self.uncommitted + self.untracked)}"
+            )
+        if self.submodules:
+            out.append(
+                f"submodule(s) are empty folders in the workspace (cadillac does not check "
+                f"them out): {_listed(self.submodules)}"
+            )
+        return out
+
+
+def _listed(paths: list[str]) -> str:
+    more = len(paths) - LISTED
+    return ", ".join(paths[:LISTED]) + (f" and {more} more" if more > 0 else "")
+
+
+def bare_repository(path: Path) -> Path | None:
+    """``path`` when it is a bare repository's git directory; else None. The git directory
+    of a repository with a tree (its ``.git`` folder) is refused: its files are git's."""
+    if not ((path / "HEAD").is_file() and (path / "objects").is_dir()):
+        return None
+    try:
+        bare = git("rev-parse", "--is-bare-repository", repo=path).strip() == "true"
+        found = Path(git("rev-parse", "--absolute-git-dir", repo=path).strip()).resolve()
+    except GitError:
+        return None
+    if found != path.resolve():
+        return None
+    if not bare:
+        raise CadillacError(
+            f"{path} is a repository's git directory, not a project: give the project's "
+            "folder (the one that holds it)"
+        )
+    return found
+
+
+def head_of(repo: Path) -> str:
+    """The commit HEAD names; a one-line refusal when the repository has none yet."""
+    head = git("rev-parse", "-q", "--verify", "HEAD^{commit}", repo=repo, check=False).strip()
+    if not head:
+        raise CadillacError(
+            f"{repo} has no commit yet: cadillac works from HEAD, so commit the project first"
+        )
+    return head
+
+
+def survey(path: Path) -> RepoState:
+    """What :func:`prepare` would start from at ``path``, and what it would leave out."""
+    bare = bare_repository(path)
+    repo = bare or repository_of(path)
+    if repo is None:
+        return RepoState(path=str(path), kind="folder")
+    state = RepoState(path=str(repo), kind="bare" if bare else "git", head=head_of(repo))
+    tree = git("ls-tree", "-r", "-z", "HEAD", repo=repo)
+    state.submodules = [
+        entry.split("\t", 1)[1] for entry in tree.split("\0") if entry.startswith("160000 ")
+    ]
+    if bare is None:
+        status = git("status", "-z", "--porcelain", "--untracked-files=no", repo=repo)
+        state.uncommitted = status_paths(status)
+        others = git("ls-files", "-z", "--others", "--exclude-standard", repo=repo)
+        state.untracked = [name for name in others.split("\0") if name]
+    return state
 
 
 def repository_of(path: Path) -> Path | None:
@@ -84,12 +194,21 @@ def repository_of(path: Path) -> Path | None:
 def prepare(path: Path, workspace: Path, run_dir: Path, run_id: str, parent: str | None = None):
     """Fill the (empty) ``workspace`` from ``path``; the :class:`Source` that records it."""
     branch = f"cadillac/{run_id}"
-    repo = None if parent else repository_of(path)
+    bare = None if parent else bare_repository(path)
+    repo = bare or (None if parent else repository_of(path))
     if repo is not None:
-        base = git("rev-parse", "--verify", "HEAD^{commit}", repo=repo).strip()
+        base = head_of(repo)
         git("worktree", "add", "-q", "-b", branch, str(workspace), base, repo=repo)
         git_dir = git("rev-parse", "--absolute-git-dir", repo=workspace).strip()
-        return Source(kind="git", path=str(repo), git_dir=git_dir, base=base, branch=branch)
+        return Source(
+            kind="git",
+            path=str(repo),
+            git_dir=git_dir,
+            base=base,
+            branch=branch,
+            bare=bare is not None,
+            tags=sorted(project_tags(workspace)),
+        )
     workspace.rmdir()  # made empty with the run; the copy makes it again
     copied = copy_tree(path, workspace, skip_dirs=COPY_SKIP)
     if parent:  # the parent run's plan is its own record: the next version plans afresh
@@ -105,6 +224,7 @@ def prepare(path: Path, workspace: Path, run_dir: Path, run_id: str, parent: str
         base="",
         branch=branch,
         skipped=copied.skipped,
+        tags=sorted(project_tags(workspace)),
     )
     source.base = commit(source, workspace, "the project as cadillac found it", allow_empty=True)
     return source
@@ -168,6 +288,11 @@ def changed_files(source: Source, workspace: Path) -> list[str]:
 def apply(source: Source, workspace: Path, patch: Path) -> str:
     """Bring the change into the user's tree (see the module docstring); what was done."""
     target = Path(source.path)
+    if source.bare:
+        raise CadillacError(
+            f"{target} is a bare repository: it has no tree to apply to; the change is on "
+            f"its branch {source.branch}"
+        )
     if source.kind == "git":
         dirty = git("status", "--porcelain", "--untracked-files=no", repo=target)
         if dirty.strip():

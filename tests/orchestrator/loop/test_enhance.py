@@ -109,10 +109,11 @@ def test_an_enhanced_repository_gets_a_branch_and_a_patch_and_is_itself_unchange
 def test_apply_refuses_a_dirty_tree_and_fast_forwards_a_clean_one(home, user_repo, capsys):
     (user_repo / "README.md").write_text("edited by the user, not committed\n")
     dirty = snapshot(user_repo)
-    code, summary = enhance(home, user_repo, "honest", "--apply")
+    argv = ["enhance", str(user_repo), policies.TASK, "--model", MODEL.format("honest")]
+    code = main([*argv, "--apply", "--home", str(home)])
     err = capsys.readouterr().err
-    assert code == 1 and summary["status"] == "passed" and summary["applied"] == ""
-    assert "uncommitted changes" in err and snapshot(user_repo) == dirty
+    assert code == 1 and not (home / "runs").exists()  # refused before the build was paid for
+    assert "uncommitted changes (README.md)" in err and snapshot(user_repo) == dirty
 
     git(user_repo, "checkout", "-q", "--", "README.md")
     code, summary = enhance(home, user_repo, "honest", "--apply")
@@ -217,18 +218,18 @@ def test_iterate_continues_a_passed_run_in_a_new_run_that_names_it(home, capsys)
 
 
 @pytest.mark.parametrize(
-    ("argv", "says"),
+    ("argv", "says", "status"),
     [
-        (["enhance", "/nonexistent", "x"], "is not a folder"),
-        (["enhance", ".", "  "], "say what to change"),
-        (["enhance", ".", "x", "--test-cmd", ""], "--test-cmd is empty"),
-        (["iterate", "20200101-000000-aaaaaa", "x"], "no run '20200101-000000-aaaaaa'"),
+        (["enhance", "/nonexistent", "x"], "is not a folder", 1),
+        (["enhance", ".", "  "], "say what to change", 2),  # a usage mistake
+        (["enhance", ".", "x", "--test-cmd", ""], "--test-cmd is empty", 1),
+        (["iterate", "20200101-000000-aaaaaa", "x"], "no run '20200101-000000-aaaaaa'", 1),
     ],
 )
-def test_bad_input_is_one_line_and_makes_nothing(home, capsys, argv, says):
+def test_bad_input_is_one_line_and_makes_nothing(home, capsys, argv, says, status):
     code = main([*argv, "--model", MODEL.format("honest")])
     err = capsys.readouterr().err
-    assert code == 1 and err.count("\n") == 1 and says in err, err
+    assert code == status and err.count("\n") == 1 and says in err, err
     assert not (home / "runs").exists()
 
 
