@@ -37,9 +37,18 @@ class ImproveConfig(BaseModel):
     max_tokens: int | None = Field(default=None, gt=0)
     """Token cap of the whole cycle (for models without a known price)."""
     test_command: list[str] = Field(
-        default_factory=lambda: [sys.executable, "-m", "pytest", "-q", "-x"]
+        default_factory=lambda: [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rfE",
+            "--continue-on-collection-errors",
+        ]
     )
-    """The project's own test suite, run in the worktree."""
+    """The project's own test suite, run in the baseline's worktree and the patch's. It
+    runs to the end (no ``-x``, collection errors included) and names what failed, so
+    the two runs can be compared test by test (:mod:`orchestrator.improve.suite`)."""
     executor: ExecConfig = Field(default_factory=ExecConfig)
     """The sandbox the trial's tests (and, through the runner, its builds) run in."""
     max_attempts: int = Field(default=3, ge=1)
@@ -67,6 +76,8 @@ class IterationRecord(BaseModel):
     stages: list[Stage] = Field(default_factory=list)
     builds: dict[str, int] = Field(default_factory=dict)
     """Builds spent by each stage (both sides)."""
+    tests: str = ""
+    """What the project's own tests said with the patch, against the baseline's run."""
     branch: str | None = None
     commit: str | None = None
     baseline_score: float | None = None

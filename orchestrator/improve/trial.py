@@ -64,6 +64,7 @@ from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import NO_PLUGINS_ENV
 from orchestrator.improve import spend
+from orchestrator.improve.suite import SuiteRun, failed_tests
 from orchestrator.llm.backends import is_builtin
 from orchestrator.llm.client import LLMConfig
 from orchestrator.llm.keys import provider_env
@@ -118,8 +119,9 @@ def run_tests(
     log: Path,
     executor: ExecConfig,
     timeout_s: float = 1800,
-) -> bool:
-    """The project's own tests with the code in ``code``, sandboxed; output to ``log``."""
+) -> SuiteRun:
+    """The project's own tests with the code in ``code``, sandboxed; output to ``log``;
+    what failed by name (:mod:`orchestrator.improve.suite`)."""
     scratch = log.parent / f"{log.stem}-scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     line = f"cd {shlex.quote(str(code))} && {shlex.join(command)}"
@@ -132,8 +134,9 @@ def run_tests(
         visible=[code, *runtime_paths()],
     )
     remove_tree(scratch)
-    replace_file(log, f"$ {shlex.join(command)}\n{result.for_model()}\n")
-    return result.ok
+    text = f"$ {shlex.join(command)}\n{result.for_model()}\n"
+    replace_file(log, text)
+    return SuiteRun(result.ok, failed_tests(result.output), text)
 
 
 @dataclass
