@@ -28,6 +28,8 @@ It stops after ``iterations``, on its time budget, at its spend or token cap (be
 builds, cleanly), after two iterations at or above a 0.95 score, after three
 iterations without a usable proposal, when a ``STOP`` file appears in its run folder, or
 on Ctrl-C or SIGTERM (its trials are killed, its worktrees removed, its records say so).
+A cycle that fails (its survey's trial leaves no results, a bug) records ``failed``, the
+reason and its end before the error goes on to the command.
 Every iteration leaves ``runs/improve-<id>/iter-<i>/`` (weakness, proposal, patch, test
 log, every round's results, decision). Only ``--apply`` touches the user's checkout: a
 fast-forward to the last accepted commit, when its work tree is clean.
@@ -121,13 +123,23 @@ class ImproveCycle:
         try:
             self._loop(s)
         except KeyboardInterrupt:
-            s.stopped_because = "interrupted"
+            s.status = s.stopped_because = "interrupted"
             self._save(s, ended=True)
             raise
         except CapReached as exc:
             s.stopped_because = str(exc)
+        except Exception as exc:  # the survey's trial left nothing, a bug: said, then raised
+            s.status = "failed"
+            s.stopped_because = (
+                str(exc)
+                if isinstance(exc, CadillacError)
+                else f"internal error: {type(exc).__name__}: {exc}"
+            )
+            self._save(s, ended=True)
+            raise
         if cfg.apply:
             self._apply(s)
+        s.status = "finished"
         self._save(s, ended=True)
         return s
 

@@ -92,7 +92,11 @@ class ImproveSummary(BaseModel):
     tip_commit: str
     started: float
     ended: float | None = None
+    status: str = ""
+    """finished, failed or interrupted once the cycle ended ("" while it runs, and in the
+    records of earlier versions, which said it by ``stopped_because`` alone)."""
     stopped_because: str = ""
+    """Why it stopped; for a failed cycle, what failed."""
     alpha: float | None = None
     """Each iteration's alpha (the night's, spread over the iterations)."""
     iterations: list[IterationRecord] = Field(default_factory=list)
@@ -101,3 +105,12 @@ class ImproveSummary(BaseModel):
     tokens: int = 0
     applied: bool = False
     apply_note: str = ""
+
+    def state(self) -> str:
+        """running, finished, failed or interrupted (as far as the record itself says: a
+        killed cycle's record still says running)."""
+        if self.status:
+            return self.status
+        if self.ended is None:
+            return "running"
+        return "interrupted" if self.stopped_because == "interrupted" else "finished"
