@@ -122,7 +122,9 @@ def show_improve(folder: Path, as_json: bool = False) -> None:
         )
     console = output.out()
     console.print(table)
-    state = "running" if s.ended is None else s.stopped_because
+    state = s.state()
+    if s.stopped_because and state != s.stopped_because:
+        state = f"{state}: {s.stopped_because}"
     cost = "unknown" if s.cost_usd is None else f"${s.cost_usd:.2f}"
     alpha = "" if s.alpha is None else f"; alpha {s.alpha:.4f} per iteration"
     console.print(

@@ -255,7 +255,7 @@ def _improve_row(folder: Path, row: dict, live: set[Path]) -> None:
         if folder not in live:
             row["reason"] = "its process is gone (no cycle holds the repository's lock)"
     else:
-        row["status"] = "interrupted" if s.stopped_because == "interrupted" else "finished"
+        row["status"] = s.state()
     kept = sum(1 for it in s.iterations if it.status == "accepted")
     row["what"] = f"{s.repo}: {len(s.iterations)} iteration(s), {kept} kept; {row['reason']}"
 

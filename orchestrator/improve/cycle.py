@@ -9,8 +9,10 @@ of repeats) for its first weakness and the night's starting score. Then each ite
 2. asks the improver for search/replace edits, showing it the cycle's own lessons and
    the attempts already rejected (:mod:`orchestrator.improve.proposals`,
    :mod:`orchestrator.improve.lessons`);
-3. applies them in a worktree on a new branch; the project's own tests must pass there,
-   in the sandbox (:mod:`orchestrator.improve.trial`);
+3. applies them in a worktree on a new branch; the project's own tests run on the
+   baseline's code and then there, in the same sandbox, and a test that fails only with
+   the patch rejects it (:mod:`orchestrator.improve.suite`; one that fails on both is the
+   environment's);
 4. measures the candidate against the baseline, re-measured in the same iteration: round
    after round, both sides at once, from the same frozen memory and with the same seeds
    (:mod:`orchestrator.improve.rounds`), through the decision's stages — a cheap screen,
@@ -26,6 +28,8 @@ It stops after ``iterations``, on its time budget, at its spend or token cap (be
 builds, cleanly), after two iterations at or above a 0.95 score, after three
 iterations without a usable proposal, when a ``STOP`` file appears in its run folder, or
 on Ctrl-C or SIGTERM (its trials are killed, its worktrees removed, its records say so).
+A cycle that fails (its survey's trial leaves no results, a bug) records ``failed``, the
+reason and its end before the error goes on to the command.
 Every iteration leaves ``runs/improve-<id>/iter-<i>/`` (weakness, proposal, patch, test
 log, every round's results, decision). Only ``--apply`` touches the user's checkout: a
 fast-forward to the last accepted commit, when its work tree is clean.
@@ -37,6 +41,7 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -51,6 +56,7 @@ from orchestrator.improve.lessons import SelfLessons
 from orchestrator.improve.proposals import ProposalError, apply_edits, ask_improver
 from orchestrator.improve.records import ImproveConfig, ImproveSummary, IterationRecord
 from orchestrator.improve.rounds import Books, Rounds
+from orchestrator.improve.suite import SuiteRun, SuiteVerdict, compare
 from orchestrator.improve.trial import CapReached, MatrixRunner, run_tests
 from orchestrator.improve.weaknesses import Weakness, find_weaknesses
 from orchestrator.llm.client import LLMClient, ModelError
@@ -88,6 +94,8 @@ class ImproveCycle:
         self.folder_override = folder
         self.summary: ImproveSummary | None = None
         self.books = Books(max_cost_usd=config.max_cost_usd, max_tokens=config.max_tokens)
+        self.baseline_tests: dict[str, SuiteRun] = {}
+        """The project's tests on each commit an iteration started from."""
 
     def run(self) -> ImproveSummary:
         lock = cycle_lock(self.repo)
@@ -115,13 +123,23 @@ class ImproveCycle:
         try:
             self._loop(s)
         except KeyboardInterrupt:
-            s.stopped_because = "interrupted"
+            s.status = s.stopped_because = "interrupted"
             self._save(s, ended=True)
             raise
         except CapReached as exc:
             s.stopped_because = str(exc)
+        except Exception as exc:  # the survey's trial left nothing, a bug: said, then raised
+            s.status = "failed"
+            s.stopped_because = (
+                str(exc)
+                if isinstance(exc, CadillacError)
+                else f"internal error: {type(exc).__name__}: {exc}"
+            )
+            self._save(s, ended=True)
+            raise
         if cfg.apply:
             self._apply(s)
+        s.status = "finished"
         self._save(s, ended=True)
         return s
 
@@ -239,11 +257,10 @@ class ImproveCycle:
             edited = sorted({edit.file for edit in proposal.edits})
             _write(folder / "patch.diff", tree.diff(edited))
             rounds = Rounds(self.runner, folder, base.path, tree.path, f"{s.id}:{i}", self.books)
-            ok = run_tests(
-                tree.path, self.config.test_command, folder / "tests.log", self.config.executor
-            )
-            if not ok:
-                record.status, record.reason = "rejected", "the project's own tests fail with it"
+            tests = self._tests(base.path, tree.path, s.tip_commit, folder)
+            record.tests = tests.note
+            if not tests.ok:
+                record.status, record.reason = "rejected", tests.note
             else:
                 try:
                     self._decide(record, rounds, reference)
@@ -278,6 +295,21 @@ class ImproveCycle:
         _write(folder / "decision.json", record)
         self.say(f"iter {i}: {record.status}: {record.reason}")
         return record, reference
+
+    def _tests(self, base: Path, tree: Path, commit: str, folder: Path) -> SuiteVerdict:
+        """The project's tests on the baseline's code first (once per commit: its log in
+        each iteration's ``tests-baseline.log``), then with the patch (``tests.log``), in
+        the same sandbox; what fails only with the patch rejects it."""
+        run = partial(run_tests, command=self.config.test_command, executor=self.config.executor)
+        baseline = self.baseline_tests.get(commit)
+        if baseline is None:
+            baseline = self.baseline_tests[commit] = run(base, log=folder / "tests-baseline.log")
+        else:
+            replace_file(folder / "tests-baseline.log", baseline.log)
+        verdict = compare(baseline, run(tree, log=folder / "tests.log"))
+        if verdict.ok and not baseline.ok:
+            self.say(f"{folder.name}: {verdict.note}")
+        return verdict
 
     def _decide(self, record: IterationRecord, rounds: Rounds, reference: MatrixResults) -> None:
         weights = reference.weights()

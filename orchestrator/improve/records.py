@@ -37,9 +37,18 @@ class ImproveConfig(BaseModel):
     max_tokens: int | None = Field(default=None, gt=0)
     """Token cap of the whole cycle (for models without a known price)."""
     test_command: list[str] = Field(
-        default_factory=lambda: [sys.executable, "-m", "pytest", "-q", "-x"]
+        default_factory=lambda: [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rfE",
+            "--continue-on-collection-errors",
+        ]
     )
-    """The project's own test suite, run in the worktree."""
+    """The project's own test suite, run in the baseline's worktree and the patch's. It
+    runs to the end (no ``-x``, collection errors included) and names what failed, so
+    the two runs can be compared test by test (:mod:`orchestrator.improve.suite`)."""
     executor: ExecConfig = Field(default_factory=ExecConfig)
     """The sandbox the trial's tests (and, through the runner, its builds) run in."""
     max_attempts: int = Field(default=3, ge=1)
@@ -67,6 +76,8 @@ class IterationRecord(BaseModel):
     stages: list[Stage] = Field(default_factory=list)
     builds: dict[str, int] = Field(default_factory=dict)
     """Builds spent by each stage (both sides)."""
+    tests: str = ""
+    """What the project's own tests said with the patch, against the baseline's run."""
     branch: str | None = None
     commit: str | None = None
     baseline_score: float | None = None
@@ -81,7 +92,11 @@ class ImproveSummary(BaseModel):
     tip_commit: str
     started: float
     ended: float | None = None
+    status: str = ""
+    """finished, failed or interrupted once the cycle ended ("" while it runs, and in the
+    records of earlier versions, which said it by ``stopped_because`` alone)."""
     stopped_because: str = ""
+    """Why it stopped; for a failed cycle, what failed."""
     alpha: float | None = None
     """Each iteration's alpha (the night's, spread over the iterations)."""
     iterations: list[IterationRecord] = Field(default_factory=list)
@@ -90,3 +105,12 @@ class ImproveSummary(BaseModel):
     tokens: int = 0
     applied: bool = False
     apply_note: str = ""
+
+    def state(self) -> str:
+        """running, finished, failed or interrupted (as far as the record itself says: a
+        killed cycle's record still says running)."""
+        if self.status:
+            return self.status
+        if self.ended is None:
+            return "running"
+        return "interrupted" if self.stopped_because == "interrupted" else "finished"

@@ -3,11 +3,13 @@
 ``cadillac improve`` and ``cadillac nightly`` both start cycles; :class:`CycleRequest` is
 what either asks for, and :func:`make_cycle` checks everything that can be checked before
 a run folder is made (the models are known, the sandbox works, the matrix loads, the
-repository is a git checkout) and builds the cycle.
+repository is a git checkout, a scripted builder's module can reach the trials:
+:mod:`orchestrator.improve.carried`) and builds the cycle.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,8 +21,9 @@ from orchestrator.bench.tasks import DEFAULT_MATRIX
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
+from orchestrator.improve.carried import carry_policies
 from orchestrator.improve.cycle import ImproveCycle
-from orchestrator.improve.git import repo_root
+from orchestrator.improve.git import git, repo_root
 from orchestrator.improve.records import ImproveConfig
 from orchestrator.improve.trial import SandboxedMatrix
 from orchestrator.llm.client import LLMClient, LLMConfig, check_model
@@ -51,6 +54,20 @@ class CycleRequest(BaseModel):
     unsafe_no_sandbox: bool = False
 
 
+def _what_would_help(train: int, night_alpha: float, iterations: int) -> str:
+    """More train tasks (how many), and fewer iterations only when that can help."""
+    need = next(n for n in itertools.count(train + 1) if smallest_p(n) <= night_alpha / iterations)
+    most = int(night_alpha / smallest_p(train))  # the iterations its tasks can carry
+    if most >= 1:
+        return f"add train tasks (at least {need}), or run --iterations {most} or fewer"
+    alone = next(n for n in itertools.count(train + 1) if smallest_p(n) <= night_alpha)
+    fewer = "" if need == alone else f" ({alone} for --iterations 1)"
+    return (
+        f"add train tasks: at least {need} for --iterations {iterations}{fewer}; fewer "
+        f"iterations cannot help, as even one cannot reach {night_alpha:g} with {train}"
+    )
+
+
 def make_cycle(
     home: Home,
     request: CycleRequest,
@@ -63,8 +80,15 @@ def make_cycle(
     executor = ExecConfig(sandbox="none" if request.unsafe_no_sandbox else "bwrap")
     check_sandbox(executor)
     repo = repo_root(request.repo)
+    models = [endpoint.model for endpoint in request.builder.endpoints()]
+    carried = carry_policies(models, repo, git(repo, "rev-parse", "HEAD"))
     runner = SandboxedMatrix(
-        home, request.matrix.resolve(), request.builder, request.jobs, executor=executor
+        home,
+        request.matrix.resolve(),
+        request.builder,
+        request.jobs,
+        executor=executor,
+        carried=carried,
     )  # loads the matrix: a bad one fails now, not after the baseline
     rule = DecisionConfig()
     if request.repeats is not None:
@@ -88,7 +112,7 @@ def make_cycle(
             f"{request.matrix} has {train} train task(s): the decision's test cannot give a "
             f"p-value below {smallest_p(train):.3g}, above the alpha of {config.alpha:.3g} per "
             f"iteration ({rule.night_alpha:g} over {config.iterations}), so no patch could be "
-            "kept; add train tasks or run fewer --iterations"
+            f"kept; {_what_would_help(train, rule.night_alpha, config.iterations)}"
         )
     improver = LLMClient(request.improver)
     return ImproveCycle(

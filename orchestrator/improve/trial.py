@@ -64,6 +64,8 @@ from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import NO_PLUGINS_ENV
 from orchestrator.improve import spend
+from orchestrator.improve.carried import Carried
+from orchestrator.improve.suite import SuiteRun, failed_tests
 from orchestrator.llm.backends import is_builtin
 from orchestrator.llm.client import LLMConfig
 from orchestrator.llm.keys import provider_env
@@ -118,8 +120,9 @@ def run_tests(
     log: Path,
     executor: ExecConfig,
     timeout_s: float = 1800,
-) -> bool:
-    """The project's own tests with the code in ``code``, sandboxed; output to ``log``."""
+) -> SuiteRun:
+    """The project's own tests with the code in ``code``, sandboxed; output to ``log``;
+    what failed by name (:mod:`orchestrator.improve.suite`)."""
     scratch = log.parent / f"{log.stem}-scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     line = f"cd {shlex.quote(str(code))} && {shlex.join(command)}"
@@ -132,8 +135,9 @@ def run_tests(
         visible=[code, *runtime_paths()],
     )
     remove_tree(scratch)
-    replace_file(log, f"$ {shlex.join(command)}\n{result.for_model()}\n")
-    return result.ok
+    text = f"$ {shlex.join(command)}\n{result.for_model()}\n"
+    replace_file(log, text)
+    return SuiteRun(result.ok, failed_tests(result.output), text)
 
 
 @dataclass
@@ -287,8 +291,11 @@ class SandboxedMatrix:
         executor: ExecConfig | None = None,
         timeout_s: float = 6 * 3600,
         stop: threading.Event | None = None,
+        carried: Carried | None = None,
     ):
         self.home, self.matrix, self.llm = home, matrix, llm
+        self.carried = carried or Carried()
+        """The builder's policy modules each trial is given (see :mod:`.carried`)."""
         self.jobs, self.timeout_s = jobs, timeout_s
         self.executor = executor or ExecConfig()
         self.tasks = load_matrix(matrix)
@@ -350,20 +357,24 @@ class SandboxedMatrix:
         public, home = trial / "matrix", trial / "home"
         self._public_matrix(public)
         self._frozen_home(home)
+        carried = self.carried.write(_carried_folder(trial))
+        policies = [] if carried is None else [carried]
         with self._way_out(trial, round) as (network, gate_env, gate_dirs, gate):
             done = executor_for(trial_config(self.executor, self.timeout_s)).run(
                 self._command(public, home, round),
                 trial,
                 timeout_s=self.timeout_s,
                 network=network,
-                env={**self._env(code), **gate_env},
-                visible=[code, *runtime_paths(), *self._model_files()],
+                env={**self._env([code, *policies]), **gate_env},
+                visible=[code, *policies, *runtime_paths(), *self._model_files()],
                 writable=gate_dirs,
                 stop=self.stop,
             )
             counted = None if gate is None else self._gate_spend(gate)
             cut = "" if gate is None else gate.cut
             refused = "" if gate is None else gate.log_refused
+        if carried is not None:
+            remove_tree(carried)
         broken = folder_problem(trial)  # before any host write into it
         if refused and not broken:  # the trial put something at the log's name meanwhile
             broken = f"egress.jsonl could not be written ({refused})"
@@ -383,9 +394,8 @@ class SandboxedMatrix:
                 started=time.time(),
             )
         if claimed is None:
-            raise CadillacError(
-                f"the {label} matrix run left no results: {done.for_model()[-400:]}"
-            )
+            said = " ".join(done.for_model()[-400:].split())  # one line: it ends a command
+            raise CadillacError(f"the {label} matrix run left no results: {said}")
         if claimed.stopped_because or cut:  # the trial's own cap, or the gate's
             claimed.runs = [r for r in claimed.runs if r.status not in NOT_BUILT]
             spend.charge(claimed, counted)
@@ -456,10 +466,14 @@ class SandboxedMatrix:
             argv.append("--unsafe-no-sandbox")
         return shlex.join([sys.executable, "-c", LAUNCHER, *argv])
 
-    def _env(self, code: Path) -> dict[str, str]:
+    def _env(self, path: list[Path]) -> dict[str, str]:
         # the candidate's code runs here: no plugin of the user's (they run in cadillac's
         # own process, never in a sandbox) is loaded by it
-        env = {"PYTHONPATH": str(code), "PYTHONDONTWRITEBYTECODE": "1", NO_PLUGINS_ENV: "1"}
+        env = {
+            "PYTHONPATH": os.pathsep.join(map(str, path)),  # the code, then carried policies
+            "PYTHONDONTWRITEBYTECODE": "1",
+            NO_PLUGINS_ENV: "1",
+        }
         for endpoint in self.llm.endpoints():
             for name in provider_env(endpoint.model, endpoint.api_base):
                 if name in os.environ:
@@ -558,6 +572,12 @@ class SandboxedMatrix:
             remove_envs(workspace)
         run.checks_passed, run.checks_total = scored.passed, scored.total
         run.score, run.verdict, run.failure = scored.score, scored.verdict, scored.failures
+
+
+def _carried_folder(trial: Path) -> Path:
+    """Where a trial's carried policy modules are written: beside its folder (the
+    iteration's ``carried/<label>-trial``), visible to it read-only."""
+    return trial.parent / "carried" / trial.name
 
 
 def _judge_folder(trial: Path) -> Path:

@@ -14,7 +14,8 @@ What this module decides, and why:
   mark it ``interrupted`` at once; a SIGKILL leaves ``running``, which
   ``cadillac report`` turns into ``interrupted`` once no process holds the lock.
 * Everything that can be checked is checked before anything is made (the models, the
-  sandbox, the repository, the matrix and its alpha): a night that cannot run says why
+  sandbox, the repository, the matrix and its alpha, whether a scripted builder's module
+  can reach the trials: :mod:`orchestrator.improve.carried`): a night that cannot run says why
   in one line, exit status 1, and leaves no run folder, no report and no lock file (nor
   the home, if it did not exist). Cron's log (``runs/nightly-cron.log``) keeps that line.
 * Exit status 0 when the cycle ran, whether or not a patch was accepted; 1 when it

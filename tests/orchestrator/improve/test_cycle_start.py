@@ -1,0 +1,102 @@
+"""An improve cycle's start: what its trials need (a builder's module), what it refuses up
+front, and what it records when its survey fails."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from orchestrator.cli import main
+from orchestrator.llm.backends import register_script
+from tests.orchestrator.conftest import git
+
+pytestmark = pytest.mark.e2e  # left out of `make test-fast`
+
+ROOT = Path(__file__).resolve().parents[3]
+SMALL = ROOT / "tests" / "fixtures" / "matrix_small"
+LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"
+BUILDER = "scripted:tests.fakes.improve_policies:sentence_builder"
+NO_PROPOSAL = "scripted:tests.fakes.improve_policies:never_plans"  # "NONE": nothing to try
+POLICY = "from tests.fakes.improve_policies import sentence_builder as builder  # noqa: F401\n"
+
+
+def improve(repo: Path, matrix: Path, model: str, *extra: str) -> list[str]:
+    args = ["improve", "--repo", str(repo), "--matrix", str(matrix), "--model", model]
+    return [*args, "--improver-model", NO_PROPOSAL, "--iterations", "1", *extra]
+
+
+def test_a_builder_module_from_outside_the_repository_is_carried_into_the_trials(
+    home, repo, tmp_path, monkeypatch, capsys
+):
+    mine = tmp_path / "mine"  # as the current folder of `cadillac improve --model scripted:...`
+    mine.mkdir()
+    (mine / "carried_policy.py").write_text(POLICY)
+    monkeypatch.syspath_prepend(str(mine))
+    assert main(improve(repo, LIFT, "scripted:carried_policy:builder", "--jobs", "2")) == 0, (
+        capsys.readouterr().err
+    )
+    (folder,) = (Path(home) / "runs").glob("improve-*")
+    survey = json.loads((folder / "baseline.json").read_text())
+    assert survey["train_score"] == pytest.approx(0.65)  # built by the carried policy
+    failures = [r["failure"] for r in survey["runs"] if r.get("failure")]
+    assert not any("carried_policy" in (f or "") for f in failures), failures
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["ended"] is not None and summary["iterations"][0]["status"] == "no_proposal"
+    assert not list(folder.glob("**/carried/*"))  # the copies went with their trials
+
+
+@pytest.mark.parametrize("command", ["improve", "nightly"])
+def test_a_builder_no_trial_can_load_is_refused_before_anything_is_made(
+    command, home, repo, capsys
+):
+    model = register_script(f"only-here-{command}", lambda messages, tools: "NONE")
+    args = improve(repo, LIFT, model)
+    args[0] = command
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("cadillac: error: "), err
+    assert "registered in this process" in err and "scripted:package.module:function" in err
+    assert not (Path(home) / "runs").exists() or not list((Path(home) / "runs").iterdir())
+
+
+def test_an_improve_that_fails_at_its_survey_records_failed_and_its_end(home, repo, capsys):
+    (repo / "orchestrator" / "__main__.py").write_text('raise SystemExit("cannot start")\n')
+    git(repo, "commit", "-q", "-am", "a commit whose cadillac cannot start")
+    assert main(improve(repo, LIFT, BUILDER)) == 1
+    (error,) = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert error.startswith("cadillac: error: the survey-baseline matrix run left no results")
+    assert "cannot start" in error
+    (folder,) = (Path(home) / "runs").glob("improve-*")
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["ended"] is not None and summary["status"] == "failed"
+    assert "left no results" in summary["stopped_because"]
+
+    assert main(["improve", "--status"]) == 0
+    out = capsys.readouterr().out
+    assert "failed" in out and "running" not in out and "left no results" in out
+    assert main(["runs", "list", "--json"]) == 0
+    (row,) = [r for r in json.loads(capsys.readouterr().out) if r["kind"] == "improve"]
+    assert row["status"] == "failed" and "left no results" in row["reason"]
+
+
+def one_train_task(tmp_path: Path) -> Path:
+    matrix = tmp_path / "one-train"
+    shutil.copytree(SMALL, matrix)
+    shutil.rmtree(matrix / "wf-b")
+    return matrix
+
+
+def test_too_few_train_tasks_are_told_what_would_help(home, repo, tmp_path, capsys):
+    assert main(improve(repo, one_train_task(tmp_path), BUILDER)) == 1
+    err = capsys.readouterr().err.strip()
+    assert "has 1 train task(s)" in err and len(err.splitlines()) == 1
+    assert "fewer --iterations" not in err and "--iterations" in err  # it cannot help
+    assert "add train tasks: at least 5" in err
+
+    assert main([*improve(repo, LIFT, BUILDER), "--iterations", "2"]) == 1  # 5 train tasks
+    err = capsys.readouterr().err.strip()
+    assert "at least 6" in err and "--iterations 1" in err
+    assert not list((Path(home) / "runs").glob("improve-*"))
