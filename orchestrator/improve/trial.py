@@ -376,6 +376,7 @@ class SandboxedMatrix:
         if carried is not None:
             remove_tree(carried)
         broken = folder_problem(trial)  # before any host write into it
+        remove_tree(home / ".cache")  # its copy of the templates: some 30 MB a round, now spent
         if refused and not broken:  # the trial put something at the log's name meanwhile
             broken = f"egress.jsonl could not be written ({refused})"
         remove_tree(trial / "trial.log")  # whatever the trial left at that name

@@ -234,3 +234,14 @@ def test_a_trial_has_room_for_the_workspaces_of_a_whole_matrix():
     tasks = len(load_matrix(DEFAULT_MATRIX))
     assert trial.max_files >= tasks * build.workspace.max_files
     assert trial.max_bytes >= tasks * build.workspace.max_bytes
+
+
+def test_a_trial_round_leaves_no_copy_of_the_environment_templates(home, tmp_path):
+    """A night keeps every round's folder: its copy of the templates (some 30 MB a round)
+    is spent once the round has ended, and is removed."""
+    cache = Home(home).cache_dir
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "venv-template-marker").write_text("x" * 1000)
+    run_trial(home, tmp_path, {})
+    trial_home = tmp_path / "iter" / "hostile-trial" / "home"
+    assert trial_home.is_dir() and not (trial_home / ".cache").exists()
