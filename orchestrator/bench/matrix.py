@@ -9,27 +9,31 @@ results tampered with or could not read them. A build that crashes or fails befo
 validate scores 0. The matrix score is the weighted mean of the
 tasks' mean scores; cost, tokens and time are reported beside it, never in it.
 
-Builds run ``jobs`` at a time in threads (a build mostly waits on the model
-and on commands). Their learning is queued (:class:`DeferredLearning`) and
-applied by this coordinating thread alone, after each build, so the memory and
-budget files have one writer whatever ``jobs`` is; with ``learn=False`` it is
-dropped (improve-cycle trials). ``runs/matrix-<id>/results.json`` is
-rewritten after every build, so an interrupted matrix still leaves its
-results so far.
+Builds run ``jobs`` at a time in threads (a build mostly waits on the model and on
+commands); the next build starts when one ends, so a run holds nothing for the builds to
+come and stops within seconds, and builds that never ran (a cap, a stop) are counted, not
+scored. Their learning is queued (:class:`DeferredLearning`) and applied by this
+coordinating thread alone, after each build, so the memory and budget files have one
+writer whatever ``jobs`` is; with ``learn=False`` it is dropped (improve-cycle trials).
+``runs/matrix-<id>/results.json`` is rewritten after every build, so an interrupted
+matrix still leaves its results so far, and can be resumed: its finished builds are
+kept, the rest are run.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 import zlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed, wait
+from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
-from orchestrator.bench.results import MatrixResults, TaskRun, summarise
+from orchestrator.bench import MAX_JOBS, MAX_REPEATS
+from orchestrator.bench.results import NOT_BUILT, MatrixResults, TaskRun, summarise
 from orchestrator.bench.scoring import score_build
 from orchestrator.bench.tasks import DEFAULT_MATRIX, MatrixTask, load_matrix
 from orchestrator.errors import CadillacError
@@ -37,7 +41,7 @@ from orchestrator.home import Home
 from orchestrator.hooks import Hooks
 from orchestrator.loop.agent import BuildConfig, Builder
 from orchestrator.loop.learning import DeferredLearning, HomeLearning
-from orchestrator.loop.runs import MatrixOrigin, new_run_id
+from orchestrator.loop.runs import BUILD_ID, MatrixOrigin, check_run_id, new_run_id, read_record
 from orchestrator.sandbox.files import replace_file
 from orchestrator.sandbox.installs import remove_envs
 
@@ -126,6 +130,25 @@ def run_one(
     return out
 
 
+PROGRESS_EVERY_S = 30.0
+"""How often a matrix run says which builds run while none ends."""
+STOP_GRACE_S = 15.0
+"""How long a stopped matrix run waits for its running builds to record that they were
+stopped (a build waiting on a model call ends only when the call does: it is left)."""
+
+
+@dataclass
+class Progress:
+    """Where a matrix run stands while no build ends: what runs, for how long, what is left."""
+
+    run_id: str
+    """The matrix run's id (``--resume`` takes it)."""
+    running: list[tuple[str, int, float]]
+    """(task id, repeat, seconds so far) of each build running."""
+    done: int
+    total: int
+
+
 def run_matrix(
     home: Home,
     build: BuildConfig,
@@ -141,6 +164,9 @@ def run_matrix(
     seed: int | None = None,
     keep_envs: bool = False,
     hooks: Hooks | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    progress_every_s: float = PROGRESS_EVERY_S,
+    resume: str | None = None,
 ) -> MatrixResults:
     """Run the matrix (see the module docstring); results are also written to disk.
 
@@ -149,99 +175,250 @@ def run_matrix(
     so far spent that much, no further build starts. With a ``seed``, each build's model
     is seeded by the seed, its task and its repeat, so two runs with one seed (an improve
     cycle's baseline and candidate) draw alike. Ctrl-C (or SIGTERM, which cadillac
-    turns into it) stops the run: queued builds are dropped, running ones are told to
+    turns into it) stops the run: no further build starts, running ones are told to
     stop and their commands killed, and the results say so.
+
+    At most ``jobs`` builds are under way at once, and a build is started only when one
+    ends, so the run holds nothing for builds to come. Builds that never ran are not
+    results: ``not_started`` counts them. ``on_progress`` hears which builds run and for
+    how long once they start and every ``progress_every_s`` while none ends.
+
+    ``resume`` is the id of a matrix run of this home that stopped: its matrix, split,
+    repeats, seed, learning and scoring are its own (the arguments for them are not read);
+    its finished builds are kept and the rest are run, in its folder. The caps count what
+    this run spends.
 
     ``hooks`` are the plugins every build tells, and that are told of the results when the
     run ends (``matrix_end``; not when it is interrupted); None: the installed ones.
     """
+    if resume is not None:
+        results = load_results(home, resume)
+        matrix, repeats, split = Path(results.matrix), results.repeats, results.split
+        seed, learn, score = results.seed, results.learn, not results.build_only
+        if build.llm.model != results.model:
+            raise CadillacError(
+                f"matrix run {results.id} was built with the model {results.model}: resume "
+                f"it with --model {results.model} (not {build.llm.model})"
+            )
+    check_bounds(repeats, jobs)
     tasks = [
         t for t in load_matrix(matrix, require_checks=score) if split == "all" or t.split == split
     ]
     if not tasks:
         raise CadillacError(f"matrix {matrix} has no {split} tasks")
-    results = MatrixResults(
-        id=new_run_id(),
-        matrix=str(matrix),
-        model=build.llm.model,
-        repeats=repeats,
-        split=split,
-        started=time.time(),
-    )
+    if resume is None:
+        results = MatrixResults(
+            id=new_run_id(),
+            matrix=str(matrix),
+            model=build.llm.model,
+            repeats=repeats,
+            split=split,
+            started=time.time(),
+            seed=seed,
+            learn=learn,
+            build_only=not score,
+        )
     folder = home.runs_dir / f"matrix-{results.id}"
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=resume is not None)
     lock = FileLock(str(folder / "run.lock"), timeout=0)
-    lock.acquire()  # held while the run lives: a killed run's folder says so (runs list)
+    try:
+        lock.acquire()  # held while the run lives: a killed run's folder says so (runs list)
+    except Timeout:
+        raise CadillacError(
+            f"matrix run {results.id} is still running (its process holds run.lock): "
+            "stop it before resuming it"
+        ) from None
+    try:
+        if resume is not None:
+            _reopen(results, tasks)
+            _write(folder, results)  # running again: runs list says so
+        return _coordinate(
+            home, build, tasks, results, folder, jobs, learn, on_result, score,
+            _Spend(max_cost_usd, max_tokens), seed, keep_envs,
+            Hooks.load() if hooks is None else hooks, on_progress, progress_every_s,
+        )  # fmt: skip
+    finally:
+        lock.release()
+
+
+def _coordinate(
+    home: Home,
+    build: BuildConfig,
+    tasks: list[MatrixTask],
+    results: MatrixResults,
+    folder: Path,
+    jobs: int,
+    learn: bool,
+    on_result: Callable[[TaskRun], None] | None,
+    score: bool,
+    spend: _Spend,
+    seed: int | None,
+    keep_envs: bool,
+    hooks: Hooks,
+    on_progress: Callable[[Progress], None] | None,
+    progress_every_s: float,
+) -> MatrixResults:
+    """Start builds as others end, ``jobs`` at a time, and record each as it ends."""
     deferred, discarded = DeferredLearning(), DeferredLearning()
     target = HomeLearning(home) if learn else None
     stop = threading.Event()
-    spend = _Spend(max_cost_usd, max_tokens)
-    hooks = Hooks.load() if hooks is None else hooks
+    kept = {(r.task_id, r.repeat) for r in results.runs}
+    todo = ((task, r) for r in range(results.repeats) for task in tasks if (task.id, r) not in kept)
+    total = len(tasks) * results.repeats
+    running: dict[tuple[str, int], float] = {}
+    ended: queue.Queue[TaskRun] = queue.Queue()
 
-    def one(task: MatrixTask, r: int) -> TaskRun:
-        if spend.reason or stop.is_set():
-            why = spend.reason or "the matrix run was stopped"
-            return TaskRun(
-                task_id=task.id, repeat=r, status="skipped", failure=f"not started: {why}"
+    def one(task: MatrixTask, r: int) -> None:
+        try:
+            seeded = (
+                build
+                if seed is None
+                else build.model_copy(update={"seed": build_seed(seed, task, r)})
             )
-        seeded = (
-            build if seed is None else build.model_copy(update={"seed": build_seed(seed, task, r)})
-        )
-        learning = deferred if task.split == "train" else discarded
-        origin = MatrixOrigin(
-            run=folder.name,
-            matrix=str(matrix),
-            split=task.split,
-            learn=learn and task.split == "train",
-        )
-        run = run_one(home, task, r, seeded, learning, score, stop, keep_envs, hooks, origin)
+            learning = deferred if task.split == "train" else discarded
+            origin = MatrixOrigin(
+                run=folder.name,
+                matrix=results.matrix,
+                split=task.split,
+                learn=learn and task.split == "train",
+            )
+            run = run_one(home, task, r, seeded, learning, score, stop, keep_envs, hooks, origin)
+        except BaseException as exc:  # noqa: BLE001 - a worker's end is always reported
+            run = TaskRun(task_id=task.id, repeat=r, status="crashed", failure=repr(exc)[:500])
         spend.add(run)
-        return run
+        ended.put(run)
 
-    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
-    futures = [pool.submit(one, task, r) for r in range(repeats) for task in tasks]
-    try:
-        for future in as_completed(futures):
-            run = future.result()
+    def start() -> bool:
+        """Start builds up to ``jobs``; whether any was started."""
+        started = False
+        while len(running) < jobs and not spend.reason and not stop.is_set():
+            nxt = next(todo, None)
+            if nxt is None:
+                break
+            task, r = nxt
+            running[(task.id, r)] = time.monotonic()
+            threading.Thread(target=one, args=(task, r), daemon=True).start()
+            started = True
+        return started
+
+    def progress() -> None:
+        if on_progress is not None:
+            now = time.monotonic()
+            rows = [(t, r, now - since) for (t, r), since in running.items()]
+            on_progress(Progress(results.id, rows, len(results.runs), total))
+
+    def record(run: TaskRun, learn_now: bool = True) -> bool:
+        """Record a build that ended; False for one that never began (a stop came first:
+        it is counted as not started, not a result)."""
+        running.pop((run.task_id, run.repeat), None)
+        built = run.status not in NOT_BUILT
+        if built:
             results.runs.append(run)
-            discarded.ops.clear()
-            if target is not None:  # the coordinator is the only writer
-                for op, n in deferred.apply(target).items():
-                    results.learning_applied[op] = results.learning_applied.get(op, 0) + n
-            summarise(results, tasks)
-            if spend.reason and not results.stopped_because:
-                results.stopped_because = spend.reason  # running builds finish; no more start
-            _write(folder, results)
-            if on_result is not None:
+        discarded.ops.clear()
+        if target is not None and learn_now:  # the coordinator is the only writer
+            for op, n in deferred.apply(target).items():
+                results.learning_applied[op] = results.learning_applied.get(op, 0) + n
+        summarise(results, tasks)
+        if spend.reason and not results.stopped_because:
+            results.stopped_because = spend.reason  # running builds finish; no more start
+        results.not_started = total - len(results.runs) - len(running)
+        _write(folder, results)
+        return built
+
+    try:
+        if start():
+            progress()
+        while running:
+            try:
+                run = ended.get(timeout=progress_every_s)
+            except queue.Empty:
+                progress()
+                continue
+            if record(run) and on_result is not None:
                 on_result(run)
+            start()
     except KeyboardInterrupt:
         stop.set()  # running builds kill their commands and end, saying "interrupted"
-        pool.shutdown(wait=False, cancel_futures=True)
-        finished, _ = wait([f for f in futures if f.running()], timeout=STOP_GRACE_S)
-        for future in finished:
-            if future.exception() is None and future.result() not in results.runs:
-                results.runs.append(future.result())
+        deadline = time.monotonic() + STOP_GRACE_S
+        while running and time.monotonic() < deadline:
+            try:
+                run = ended.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            record(run, learn_now=False)
+        for task_id, r in list(running):  # in a model call that ends only when it does: left
+            left = "still running when the matrix run was stopped (left to end with it)"
+            record(TaskRun(task_id=task_id, repeat=r, status="interrupted", failure=left), False)
         results.stopped_because = "interrupted"
         results.ended = time.time()
         _write(folder, results)
         raise
-    else:
-        if target is None:
-            deferred.ops.clear()
-        results.ended = time.time()
-        _write(folder, results)
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-        lock.release()
-    ended = results.model_dump(mode="json")
-    ended["folder"] = str(folder)
-    hooks.report(hooks.call("matrix_end", results=ended), None)
+    if target is None:
+        deferred.ops.clear()
+    results.ended = time.time()
+    _write(folder, results)
+    ended_record = results.model_dump(mode="json")
+    ended_record["folder"] = str(folder)
+    hooks.report(hooks.call("matrix_end", results=ended_record), None)
     return results
 
 
-STOP_GRACE_S = 15.0
-"""How long a stopped matrix run waits for its running builds to record that they were
-stopped (a build waiting on a model call ends only when the call does: it is left)."""
+def check_bounds(repeats: int, jobs: int) -> None:
+    """CadillacError for a number of repeats or jobs out of :data:`MAX_REPEATS`/:data:`MAX_JOBS`."""
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise CadillacError(f"repeats must be between 1 and {MAX_REPEATS} (not {repeats})")
+    if not 1 <= jobs <= MAX_JOBS:
+        raise CadillacError(f"jobs must be between 1 and {MAX_JOBS} (not {jobs})")
+
+
+def load_results(home: Home, run_id: str) -> MatrixResults:
+    """The results of matrix run ``run_id`` (``matrix-<id>`` or ``<id>``, as ``runs list``
+    shows it) of ``home``; CadillacError, in one line, when it names no matrix run of the
+    home: what it names instead, or why the run cannot be read."""
+    check_run_id(run_id, home.runs_dir)
+    name = run_id.removeprefix("matrix-")
+    folder = home.runs_dir / f"matrix-{name}"
+    if not BUILD_ID.fullmatch(name) or not folder.is_dir():
+        raise CadillacError(_not_a_matrix_run(home, run_id))
+    path = folder / "results.json"
+    if not path.exists():
+        raise CadillacError(
+            f"matrix run {run_id} has no results: it was killed before its first build "
+            "ended, so it has nothing to keep; start a new run"
+        )
+    return read_record(path, MatrixResults, folder.name)
+
+
+def _not_a_matrix_run(home: Home, run_id: str) -> str:
+    """Why ``run_id`` cannot be resumed as a matrix run: the kind of run it is, or none."""
+    kind = run_id.partition("-")[0]
+    if (home.runs_dir / run_id / "task.json").is_file():
+        return (
+            f"{run_id} is a build run, not a matrix run: go on with it with "
+            f"'cadillac build --resume {run_id}'"
+        )
+    if kind in ("improve", "nightly") and (home.runs_dir / run_id).is_dir():
+        return f"{run_id} is an {kind} run, not a matrix run: only a matrix run is resumed here"
+    return f"no matrix run {run_id} in {home.runs_dir} (see 'cadillac runs list')"
+
+
+def _reopen(results: MatrixResults, tasks: list[MatrixTask]) -> None:
+    """A stopped run's results, ready to go on: its finished builds kept, the rest to run
+    (CadillacError when it already ran to its end)."""
+    wanted = {(t.id, r) for t in tasks for r in range(results.repeats)}
+    kept = [
+        r
+        for r in results.runs
+        if r.status not in (*NOT_BUILT, "interrupted") and (r.task_id, r.repeat) in wanted
+    ]
+    if len({(r.task_id, r.repeat) for r in kept}) == len(wanted):
+        raise CadillacError(
+            f"matrix run {results.id} has finished: all its {len(wanted)} build(s) ran, "
+            "so there is nothing to resume"
+        )
+    results.runs, results.stopped_because, results.ended = kept, "", None
+    results.not_started = len(wanted) - len(kept)
+    summarise(results, tasks)
 
 
 def build_seed(seed: int, task: MatrixTask, repeat: int) -> int:

@@ -92,6 +92,13 @@ class MatrixResults(BaseModel):
     """Where the builds' run folders are, when not the home's runs/ (an improve trial's)."""
     stopped_because: str = ""
     """Why builds were left unstarted (a spend cap), when some were."""
+    not_started: int = 0
+    """Builds of the run that never ran (a cap or a stop came first); not in ``runs``."""
+    seed: int | None = None
+    learn: bool = True
+    build_only: bool = False
+    """How the run was started (``--seed``, ``--no-learn``, ``--build-only``): a resumed
+    run goes on the same way."""
     claimed_cost_usd: float | None = None
     claimed_tokens: int | None = None
     """An improve trial's own report of its spend (the candidate's claim), kept beside ``gate``

@@ -68,10 +68,13 @@ def load_matrix(folder: Path, require_checks: bool = True) -> list[MatrixTask]:
         except OSError as exc:
             raise CadillacError(f"{toml}: cannot be read: {exc.strerror or exc}") from None
         try:
-            task = MatrixTask.model_validate(tomllib.loads(text))
-        except (tomllib.TOMLDecodeError, ValidationError) as exc:
-            first = str(exc).splitlines()
-            raise CadillacError(f"{toml}: {' '.join(first[:3])}") from None
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise CadillacError(f"{toml}: not TOML: {exc}") from None
+        try:
+            task = MatrixTask.model_validate(data)
+        except ValidationError as exc:
+            raise CadillacError(problems(toml, exc)) from None
         if task.id != toml.parent.name:
             raise CadillacError(f"{toml}: id {task.id!r} differs from its folder name")
         if require_checks and not (toml.parent / "acceptance").is_dir():
@@ -82,6 +85,18 @@ def load_matrix(folder: Path, require_checks: bool = True) -> list[MatrixTask]:
     if not tasks:
         raise CadillacError(f"matrix {folder} holds no */task.toml")
     return tasks
+
+
+def problems(toml: Path, exc: ValidationError) -> str:
+    """Every error of a task.toml, one line each, each naming the file and the key: a
+    user fixes them all at once instead of one per run."""
+    lines = []
+    for error in exc.errors():
+        key = ".".join(str(x) for x in error["loc"]) or "(the file)"
+        got = error.get("input")
+        shown = "" if error["type"] == "missing" or isinstance(got, dict) else f" (got {got!r:.60})"
+        lines.append(f"{toml}: {key}: {error['msg']}{shown}")
+    return lines[0] if len(lines) == 1 else "\n".join([f"{toml}: {len(lines)} problems", *lines])
 
 
 def _check_repo(task: MatrixTask) -> None:

@@ -15,6 +15,7 @@ import math
 import shlex
 import sys
 
+from orchestrator.bench import MAX_JOBS, MAX_REPEATS
 from orchestrator.errors import CadillacError
 from orchestrator.home import ENV_VAR, Home
 
@@ -318,7 +319,13 @@ def spend_options() -> Parser:
 def matrix_options() -> Parser:
     p = Parser(add_help=False)
     p.add_argument("--matrix", metavar="DIR", help="a folder of tasks (default: matrices/default)")
-    p.add_argument("--jobs", type=positive, default=1, metavar="N", help="builds at once")
+    p.add_argument(
+        "--jobs",
+        type=number(int, lambda n: 1 <= n <= MAX_JOBS, f"is not between 1 and {MAX_JOBS}"),
+        default=1,
+        metavar="N",
+        help=f"builds at once (1 to {MAX_JOBS}; default 1)",
+    )
     return p
 
 
@@ -329,9 +336,10 @@ def cycle_options() -> Parser:
     p.add_argument("--iterations", type=positive, default=5, metavar="N")
     p.add_argument(
         "--repeats",
-        type=number(int, lambda n: n >= 2, "must be at least 2"),
+        type=number(int, lambda n: 2 <= n <= MAX_REPEATS, f"is not between 2 and {MAX_REPEATS}"),
         metavar="K",
-        help="builds per task and side in the full stage and in the confirmation (default 5 and 8)",
+        help="builds per task and side in the full stage and in the confirmation "
+        f"(2 to {MAX_REPEATS}; default 5 and 8)",
     )
     p.add_argument(
         "--improver-model", type=model_name, metavar="M", help="model that writes patches"

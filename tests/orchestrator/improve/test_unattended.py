@@ -92,7 +92,7 @@ def test_a_matrix_run_stops_at_its_token_cap_and_scores_only_what_it_built(home,
     args = ["matrix", "run", "--matrix", str(SMALL), "--model", BUILDER, "--no-learn"]
     assert main([*args, "--jobs", "1", "--max-tokens", "1"]) == 0
     out = capsys.readouterr().out
-    assert "stopped early: the token cap of 1 was reached" in out
+    assert "2 build(s) not started: the token cap of 1 was reached" in out
     (path,) = (Path(home) / "runs").glob("matrix-*/results.json")
     import json
 
