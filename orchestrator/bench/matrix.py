@@ -57,11 +57,13 @@ def run_one(
     keep_envs: bool = False,
     hooks: Hooks | None = None,
     origin: MatrixOrigin | None = None,
+    on_builder: Callable[[Builder, MatrixTask, int], None] | None = None,
 ) -> TaskRun:
     """One build of one task, scored (unless ``score`` is False: an improve trial's builds
     are scored by the cycle, with checks the trial never sees). Unless ``keep_envs``, the
     environments the build and its scoring installed are removed once it is scored (the
-    scoring never uses the workspace's: it makes its own)."""
+    scoring never uses the workspace's: it makes its own). ``on_builder`` is told of the
+    build before it starts (``--verbose`` traces its tool calls)."""
     config = build.model_copy(update={"max_seconds": task.timeout_s})
     out = TaskRun(task_id=task.id, repeat=repeat)
     if stop is not None and stop.is_set():  # stopped or capped before this build began
@@ -91,6 +93,8 @@ def run_one(
                 matrix=origin,
             )
         out.run_id = builder.run.id
+        if on_builder is not None:
+            on_builder(builder, task, repeat)
         summary = builder.build()
     except KeyboardInterrupt:  # in a worker thread: only the stop event raises it
         out.status, out.failure = "interrupted", "the matrix run was stopped during this build"
@@ -167,6 +171,7 @@ def run_matrix(
     on_progress: Callable[[Progress], None] | None = None,
     progress_every_s: float = PROGRESS_EVERY_S,
     resume: str | None = None,
+    on_builder: Callable[[Builder, MatrixTask, int], None] | None = None,
 ) -> MatrixResults:
     """Run the matrix (see the module docstring); results are also written to disk.
 
@@ -235,7 +240,7 @@ def run_matrix(
         return _coordinate(
             home, build, tasks, results, folder, jobs, learn, on_result, score,
             _Spend(max_cost_usd, max_tokens), seed, keep_envs,
-            Hooks.load() if hooks is None else hooks, on_progress, progress_every_s,
+            Hooks.load() if hooks is None else hooks, on_progress, progress_every_s, on_builder,
         )  # fmt: skip
     finally:
         lock.release()
@@ -257,6 +262,7 @@ def _coordinate(
     hooks: Hooks,
     on_progress: Callable[[Progress], None] | None,
     progress_every_s: float,
+    on_builder: Callable[[Builder, MatrixTask, int], None] | None = None,
 ) -> MatrixResults:
     """Start builds as others end, ``jobs`` at a time, and record each as it ends."""
     deferred, discarded = DeferredLearning(), DeferredLearning()
@@ -282,7 +288,9 @@ def _coordinate(
                 split=task.split,
                 learn=learn and task.split == "train",
             )
-            run = run_one(home, task, r, seeded, learning, score, stop, keep_envs, hooks, origin)
+            run = run_one(
+                home, task, r, seeded, learning, score, stop, keep_envs, hooks, origin, on_builder
+            )
         except BaseException as exc:  # noqa: BLE001 - a worker's end is always reported
             run = TaskRun(task_id=task.id, repeat=r, status="crashed", failure=repr(exc)[:500])
         spend.add(run)

@@ -204,6 +204,9 @@ def matrix_run(args: argparse.Namespace) -> int:
             hooks=hooks,
             on_progress=running,
             resume=args.resume,
+            on_builder=lambda builder, task, r: output.show_tool_calls(
+                builder, f"{task.id} #{r + 1}"
+            ),
         )
     except KeyboardInterrupt:
         if seen:  # the run has a folder: it can go on later

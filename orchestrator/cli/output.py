@@ -91,15 +91,17 @@ def tool_call(name: str, arguments: str, width: int = 160) -> str:
     return short(f"{name} {shown}".rstrip(), width)
 
 
-def show_tool_calls(builder) -> None:
+def show_tool_calls(builder, label: str = "") -> None:
     """With ``--verbose``, a line on stderr for each tool call of ``builder`` as it starts
-    (what the model asked for, the command a ``run`` call runs); else nothing."""
+    (what the model asked for, the command a ``run`` call runs), after ``label`` (a matrix
+    build's task and repeat); else nothing."""
     if not verbose():
         return
     dispatch = builder.toolbox.dispatch
+    head = f"  {label} → " if label else "  → "
 
     def traced(name: str, arguments: str):
-        err().print(f"  → {tool_call(name, arguments)}", markup=False, soft_wrap=True)
+        err().print(f"{head}{tool_call(name, arguments)}", markup=False, soft_wrap=True)
         return dispatch(name, arguments)
 
     builder.toolbox.dispatch = traced

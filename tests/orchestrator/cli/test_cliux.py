@@ -403,3 +403,14 @@ def test_a_quiet_matrix_run_prints_its_score_line_alone(home, capsys):
     code, out, err = run(capsys, *argv, "--no-learn", "--model", TALKER, "--quiet")
     assert code == 0 and err == "" and out.startswith("score "), (out, err)
     assert "┃" not in out and out.rstrip().endswith("results.json")  # no table: the line alone
+
+
+def test_a_verbose_matrix_run_says_each_builds_tool_calls_by_task_and_repeat(home, capsys):
+    small = Path(__file__).resolve().parents[2] / "fixtures" / "matrix_small"
+    argv = ["matrix", "run", "--matrix", str(small), "--split", "holdout", "--build-only"]
+    code, out, err = run(capsys, *argv, "--no-learn", "--model", TALKER, "--verbose")
+    assert code == 0, err
+    traced = [line for line in err.splitlines() if " → " in line]
+    assert traced and all(line.startswith("  wf-h #1 → ") for line in traced), err
+    code, out, err = run(capsys, *argv, "--no-learn", "--model", TALKER)
+    assert " → " not in err
