@@ -2,7 +2,8 @@
 
 Prints the median and the 90th percentile of ``--runs`` (50) commands, each a fresh
 bubblewrap sandbox (and, with ``--unsandboxed``, the same through the unsandboxed
-executor, for comparison), in a workspace holding ``--files`` files (100: the executor
+executor, for comparison; and without the command's memory cgroup where the host gives
+one), in a workspace holding ``--files`` files (100: the executor
 measures the workspace after each command, and as root hands it to the sandbox's user
 before). It asserts nothing.
 
@@ -21,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from orchestrator.sandbox import cgroup  # noqa: E402
 from orchestrator.sandbox.executor import ExecConfig, run_command  # noqa: E402
 
 
@@ -54,6 +56,9 @@ def main() -> None:
         for i in range(args.files):
             (workspace / "src" / f"m{i}.py").write_text(f"X = {i}\n")
         report("bubblewrap", timed(workspace, ExecConfig(), args.runs))
+        if cgroup.available():  # what the command's own memory cgroup costs
+            config = ExecConfig(memory_cgroup=False)
+            report("bubblewrap, no cgroup", timed(workspace, config, args.runs))
         if args.unsandboxed:
             report("unsandboxed", timed(workspace, ExecConfig(sandbox="none"), args.runs))
 

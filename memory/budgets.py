@@ -93,6 +93,19 @@ class BudgetRow(BaseModel):
         return normalize_tags(value) if isinstance(value, list | tuple | set) else value
 
 
+USED_SHOWN = 50
+"""How many of the rows a budget used it names (the run's record holds every budget)."""
+
+
+class UsedRow(BaseModel):
+    """A history row a budget was computed from (its ``ts`` finds it in the file)."""
+
+    ts: float
+    tags: list[str]
+    rounds: int
+    outcome: Outcome | None
+
+
 class Budget(BaseModel):
     """The rounds a phase gets for a task, and why."""
 
@@ -100,9 +113,27 @@ class Budget(BaseModel):
     rounds: int
     default: int
     samples: int
-    """Matching history rows."""
+    """Matching passed history rows."""
     p90: float | None
     reason: str
+    used: list[UsedRow] = Field(default_factory=list)
+    """The matching rows it was computed from (passed and exhausted), oldest first: the
+    last :data:`USED_SHOWN` of ``used_total``."""
+    used_total: int = 0
+
+    def sources(self) -> str:
+        """Which rows were used, in a few words: ``3 rows tagged go, cli; 1 tagged go``."""
+        if not self.used:
+            return "no matching rows"
+        counts: dict[str, int] = {}
+        for row in self.used:
+            key = ", ".join(sorted(stack_tags(set(row.tags))) or row.tags) or "(no tags)"
+            counts[key] = counts.get(key, 0) + 1
+        parts = [f"{n} tagged {key}" for key, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+        total, shown = self.used_total or len(self.used), len(self.used)
+        head = f"{total} row{'s' if total != 1 else ''}"
+        head += f" (the last {shown}: " if shown < total else " ("
+        return head + "; ".join(parts) + ")"
 
 
 class PhaseBudgets:
@@ -149,6 +180,7 @@ class PhaseBudgets:
         wanted = set(normalize_tags(task_tags))
         passed: dict[str, list[int]] = {phase: [] for phase in self.defaults}
         exhausted: dict[str, list[int]] = {phase: [] for phase in self.defaults}
+        used: dict[str, list[UsedRow]] = {phase: [] for phase in self.defaults}
         if wanted:
             for row in self.rows():
                 if row.phase not in passed or not matches(row.tags, wanted):
@@ -157,12 +189,22 @@ class PhaseBudgets:
                     passed[row.phase].append(row.rounds)
                 elif row.outcome == "budget_exhausted":
                     exhausted[row.phase].append(row.rounds)
-        return {
+                else:
+                    continue
+                used[row.phase].append(
+                    UsedRow(ts=row.ts, tags=row.tags, rounds=row.rounds, outcome=row.outcome)
+                )
+        budgets = {
             phase: _budget(
                 phase, self.defaults[phase], passed[phase], exhausted[phase], bool(wanted)
             )
             for phase in self.defaults
         }
+        for phase, budget in budgets.items():
+            if budget.reason.startswith("default: no task tags"):
+                continue
+            budget.used, budget.used_total = used[phase][-USED_SHOWN:], len(used[phase])
+        return budgets
 
 
 def matches(row_tags: list[str] | set[str], task_tags: set[str]) -> bool:
@@ -214,4 +256,4 @@ def _budget(
     return budget(wanted, p90, reason)
 
 
-__all__ = ["Budget", "BudgetRow", "PhaseBudgets", "matches"]
+__all__ = ["Budget", "BudgetRow", "PhaseBudgets", "UsedRow", "matches"]

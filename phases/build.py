@@ -1,4 +1,5 @@
-"""build: the code compiles and the plan's test command passes.
+"""build: the code passes its stacks' checks (:mod:`phases.stacks`) and the plan's test
+command passes, having run at least one test.
 
 When the build changes an existing project, the project's own suite must also pass as it
 was: every test it had still there, none newly skipped, its own test command green
@@ -11,21 +12,19 @@ from phases.base import (
     PhaseContext,
     Plan,
     PlanPhase,
-    python_compiles,
-    run_step,
     suite_kept,
 )
+from phases.stacks import check_code, describe, run_tests
 
 
 def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
-    failed = (
-        python_compiles(ctx, ctx.workspace.files())
-        or suite_kept(ctx)
-        or run_step(ctx, "the test command", plan.test_command, timeout_s=600)
-    )
+    failed = check_code(ctx, plan) or suite_kept(ctx) or run_tests(ctx, plan.test_command)
     if failed is not None:
         return failed
-    return CheckResult(passed=True, summary=f"compiles, and `{plan.test_command}` passes")
+    return CheckResult(
+        passed=True,
+        summary=f"the code checks of {describe(ctx, plan)} pass, and `{plan.test_command}` passes",
+    )
 
 
 PHASE = PlanPhase("build", check)

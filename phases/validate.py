@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from phases.base import CheckResult, PhaseContext, Plan, PlanPhase, run_step, suite_kept
 from phases.integrate import RUN_TIMEOUT_S
+from phases.stacks import run_tests
 
 
 def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
     failed = (
         suite_kept(ctx)
-        or run_step(ctx, "the test command", plan.test_command, timeout_s=600)
+        or run_tests(ctx, plan.test_command)
         or run_step(ctx, "the run command", plan.run_command, timeout_s=RUN_TIMEOUT_S)
     )
     if failed is not None:

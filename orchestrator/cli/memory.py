@@ -618,10 +618,11 @@ def budgets(args: argparse.Namespace) -> int:
     output.line(
         f"phase budgets for tags: {', '.join(args.tags) or 'none'}, from {home.budgets_path}"
     )
-    columns = ("phase", "default", "samples", "p90", "budget", "reason")
+    columns = ("phase", "default", "samples", "p90", "budget", "reason", "rows used")
     table = output.table(None, columns, right=columns[1:5])
     for phase, b in result.items():
         p90 = "-" if b.p90 is None else f"{b.p90:g}"
-        table.add_row(phase, str(b.default), str(b.samples), p90, str(b.rounds), b.reason)
+        row = (str(b.default), str(b.samples), p90, str(b.rounds), b.reason, b.sources())
+        table.add_row(phase, *row)
     output.out().print(table)
     return 0

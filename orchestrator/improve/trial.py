@@ -84,9 +84,10 @@ LAUNCHER = (
 )
 
 
-def trial_config(executor: ExecConfig, timeout_s: float) -> ExecConfig:
+def trial_config(executor: ExecConfig, timeout_s: float, jobs: int = 1) -> ExecConfig:
     """The sandbox of a trial process: the build's settings, with room for a whole matrix
-    (its folder holds every build's workspace, each bounded by the build's own limits)."""
+    (its folder holds every build's workspace, each bounded by the build's own limits) and,
+    in its memory cgroup, for cadillac and ``jobs`` builds' commands at once."""
     room = executor.workspace.model_copy(
         update={
             "max_files": executor.workspace.max_files * TRIAL_WORKSPACES,
@@ -100,6 +101,7 @@ def trial_config(executor: ExecConfig, timeout_s: float) -> ExecConfig:
             "cpu_limit_s": int(timeout_s),
             "output_cap_bytes": 400_000,
             "workspace": room,
+            "cgroup_bytes": executor.cgroup_room() * (jobs + 1),
         }
     )
 
@@ -129,7 +131,7 @@ def run_tests(
     result = run_command(
         line,
         scratch,
-        trial_config(executor, timeout_s),
+        trial_config(executor, timeout_s, jobs=2),
         timeout_s=timeout_s,
         env={"PYTHONPATH": str(code), "PYTHONDONTWRITEBYTECODE": "1"},
         visible=[code, *runtime_paths()],
@@ -360,7 +362,7 @@ class SandboxedMatrix:
         carried = self.carried.write(_carried_folder(trial))
         policies = [] if carried is None else [carried]
         with self._way_out(trial, round) as (network, gate_env, gate_dirs, gate):
-            done = executor_for(trial_config(self.executor, self.timeout_s)).run(
+            done = executor_for(trial_config(self.executor, self.timeout_s, self.jobs)).run(
                 self._command(public, home, round),
                 trial,
                 timeout_s=self.timeout_s,

@@ -15,9 +15,14 @@ What this module decides, and why:
   with its parent. Inside another
   bubblewrap sandbox (an improve trial), where a fresh ``/proc`` cannot be mounted, the
   outer sandbox's ``/proc`` is bound read-only instead: :func:`probe` finds which works.
-* **Limits** per command (:class:`ExecConfig`): address space (4 GiB), file size, CPU
+* **Limits** per command (:class:`ExecConfig`): memory (4 GiB), file size, CPU
   time, open files and processes, set with ``ulimit`` before the command starts (the
-  process limit binds because the command's host user is never root); its ``/tmp`` and
+  process limit binds because the command's host user is never root). Memory is a data
+  limit per process (``ulimit -d``), not an address-space limit, which refuses the
+  reservations V8 makes for WebAssembly, so Node tools that load wasm would fail. Where
+  the host gives one, the command also runs in a memory cgroup of its own
+  (:mod:`orchestrator.sandbox.cgroup`), which counts every page of every process,
+  including memory mapped shared, which the data limit does not count. Its ``/tmp`` and
   ``/dev/shm`` are tmpfs of a fixed size (1 GiB), not half of RAM. After each command the
   workspace is measured against its limits (:mod:`orchestrator.sandbox.footprint`). A
   limit that was hit is said to the model as such and named in the record:
@@ -54,7 +59,7 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from orchestrator.errors import CadillacError
-from orchestrator.sandbox import footprint, identity, policy, venvs
+from orchestrator.sandbox import cgroup, footprint, identity, policy, venvs
 from orchestrator.sandbox.footprint import GIB, WorkspaceLimits, human_bytes
 from orchestrator.sandbox.installs import InstallStep, check_issued
 
@@ -88,7 +93,13 @@ class ExecConfig(BaseModel):
     kill_grace_s: float = 2.0
     """Seconds between SIGTERM and SIGKILL when a command runs past its time limit."""
     memory_limit_bytes: int = Field(default=4 * GIB, ge=64 * 1024**2)
-    """Address space of each process of a command."""
+    """Data (heap and private mappings) of each process of a command; with a memory cgroup,
+    all the command's processes together may hold this plus ``tmp_size_bytes``."""
+    memory_cgroup: bool = True
+    """Run each command in a memory cgroup of its own where the host gives one."""
+    cgroup_bytes: int | None = Field(default=None, ge=64 * 1024**2)
+    """What all the processes of a command may hold together in its cgroup; None: one
+    process's memory and its tmpfs pages (:meth:`cgroup_room`)."""
     file_size_limit_bytes: int = Field(default=2 * GIB, ge=1024**2)
     """Largest file a command may write."""
     cpu_limit_s: int = Field(default=1800, ge=1)
@@ -106,6 +117,10 @@ class ExecConfig(BaseModel):
     """How much a workspace may hold, checked after each command and on every tool write."""
     toolchains: list[str] = Field(default_factory=lambda: list(policy.TOOLCHAINS))
     """Programs whose install folders commands may use (besides cadillac's interpreter)."""
+
+    def cgroup_room(self) -> int:
+        """The memory limit of a command's cgroup."""
+        return self.cgroup_bytes or self.memory_limit_bytes + self.tmp_size_bytes
 
     @field_validator("sandbox", mode="before")
     @classmethod
@@ -405,7 +420,7 @@ def _environment(path_prefix, env, package_config, home: str, tmp: str) -> dict[
 
 
 LIMITS = (
-    "ulimit -v {as_kib} 2>/dev/null; ulimit -f {fsize_kib} 2>/dev/null; "
+    "ulimit -d {data_kib} 2>/dev/null; ulimit -f {fsize_kib} 2>/dev/null; "
     "ulimit -H -t {cpu_hard} 2>/dev/null; ulimit -S -t {cpu} 2>/dev/null; "
     "ulimit -n {nofile} 2>/dev/null; ulimit -u {nproc} 2>/dev/null; "
     'exec bash -c "$1"'
@@ -414,9 +429,9 @@ LIMITS = (
 
 
 def _limited(command: str, config: ExecConfig) -> list[str]:
-    """``bash -c command`` under the configured limits (bash counts -v and -f in KiB)."""
+    """``bash -c command`` under the configured limits (bash counts -d and -f in KiB)."""
     script = LIMITS.format(
-        as_kib=config.memory_limit_bytes // 1024,
+        data_kib=config.memory_limit_bytes // 1024,
         fsize_kib=config.file_size_limit_bytes // 1024,
         cpu=config.cpu_limit_s,
         cpu_hard=config.cpu_limit_s + 5,
@@ -440,10 +455,13 @@ def _disk_free(path: Path) -> int:
 
 
 def _limit_hit(
-    code: int | None, output: str, config: ExecConfig, tmp_of: Path | None
+    code: int | None, output: str, config: ExecConfig, tmp_of: Path | None, oom_kills: int = 0
 ) -> str | None:
     """The limit a command's end says it hit; ``tmp_of``: the workspace of a sandboxed
-    command (whose /tmp is capped), so a full disk there is not blamed on /tmp."""
+    command (whose /tmp is capped), so a full disk there is not blamed on /tmp;
+    ``oom_kills``: what its memory cgroup's limit killed."""
+    if oom_kills:  # a process was killed for it, even where the command went on
+        return f"memory limit {human_bytes(config.memory_limit_bytes)}"
     if code in (-signal.SIGXCPU, 128 + signal.SIGXCPU):
         return f"CPU time limit {config.cpu_limit_s} s"
     if code in (-signal.SIGXFSZ, 128 + signal.SIGXFSZ):
@@ -528,30 +546,31 @@ def _supervise(argv, command, cwd, run_env, timeout, runner, stop=None) -> Comma
     out = _Capped(config.output_cap_bytes)
     start = time.monotonic()
     proc = None
-    try:
-        with _HeldSignals() as held:
-            proc = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=run_env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        held.replay()
-        return _watch(proc, command, cwd, timeout, runner, stop, out, start)
-    except BaseException:  # Ctrl-C or SIGTERM of cadillac itself: the command dies with it
-        if proc is not None:
-            _signal_group(proc.pid, signal.SIGKILL)
-            proc.wait()
-        raise
-    finally:
-        if proc is not None:
-            proc.stdout.close()
+    with cgroup.memory_cgroup(config.cgroup_room(), enabled=config.memory_cgroup) as group:
+        try:
+            with _HeldSignals() as held:
+                proc = subprocess.Popen(
+                    group.join_argv(argv) if group else argv,
+                    cwd=cwd,
+                    env=run_env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            held.replay()
+            return _watch(proc, command, cwd, timeout, runner, stop, out, start, group)
+        except BaseException:  # Ctrl-C or SIGTERM of cadillac itself: the command dies with it
+            if proc is not None:
+                _signal_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+            raise
+        finally:
+            if proc is not None:
+                proc.stdout.close()
 
 
-def _watch(proc, command, cwd, timeout, runner, stop, out, start) -> CommandResult:
+def _watch(proc, command, cwd, timeout, runner, stop, out, start, group=None) -> CommandResult:
     config: ExecConfig = runner.config
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
@@ -583,7 +602,8 @@ def _watch(proc, command, cwd, timeout, runner, stop, out, start) -> CommandResu
     code = None if timed_out else proc.returncode
     text = out.text()
     tmp_of = cwd if runner.sandboxed else None
-    limit = None if timed_out or stopped else _limit_hit(code, text, config, tmp_of)
+    oom = group.oom_kills() if group is not None else 0
+    limit = None if timed_out or stopped else _limit_hit(code, text, config, tmp_of, oom)
     full = footprint.over(footprint.measure(cwd), config.workspace)
     return CommandResult(
         command=command,

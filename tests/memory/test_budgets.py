@@ -117,3 +117,31 @@ def test_a_row_with_an_infinite_time_is_skipped(history):
     history.path.write_text('{"phase": "plan", "rounds": 2, "ts": 1e400}\n')
     with pytest.warns(CorruptLineWarning, match=r"ts: "):
         assert history.rows() == []
+
+
+def test_a_go_builds_budgets_come_from_go_history_and_name_the_rows(history):
+    """Issue 23: with 3 Go rows among Python and Rust ones, a Go task's build budget is
+    Go's, and the budget says which rows it used."""
+    for rounds in (60, 70, 80):
+        history.record_phase_outcome("build", rounds, tags=["go", "cli"], outcome="passed")
+    for rounds in (5, 6, 7, 8, 9):
+        history.record_phase_outcome("build", rounds, tags=["python", "flask"], outcome="passed")
+    history.record_phase_outcome("build", 200, tags=["rust"], outcome="passed")
+    history.record_phase_outcome("build", 90, tags=["go"], outcome="error")  # says nothing
+    b = history.compute_budgets(["go", "cli", "build"])["build"]
+    assert (b.samples, b.p90) == (3, 78.0) and b.rounds == 94  # ceil(78 x 1.2)
+    assert [(r.rounds, r.tags) for r in b.used] == [(n, ["go", "cli"]) for n in (60, 70, 80)]
+    assert b.used_total == 3 and b.sources() == "3 rows (3 tagged go)"
+    python = history.compute_budgets(["python", "flask"])["build"]
+    assert python.rounds == DEFAULT_ROUNDS["build"] and python.used_total == 5
+    assert history.compute_budgets([])["build"].sources() == "no matching rows"
+
+
+def test_a_budget_names_at_most_the_last_rows_it_used(history):
+    from memory.budgets import USED_SHOWN
+
+    for n in range(USED_SHOWN + 7):
+        history.record_phase_outcome("plan", 2 + n % 3, tags=["go"], outcome="passed")
+    b = history.compute_budgets(["go"])["plan"]
+    assert len(b.used) == USED_SHOWN and b.used_total == USED_SHOWN + 7
+    assert b.sources().startswith(f"{USED_SHOWN + 7} rows (the last {USED_SHOWN}: ")

@@ -188,9 +188,13 @@ def test_budgets_table_and_json(capsys, corpus_home):
     assert code == 0
     for word in ("plan", "deps", "scaffold", "build", "integrate", "validate", "history: p90"):
         assert word in out
+    assert "rows used" in out and "tagged" in out
     code, out, _ = run(capsys, "budgets", "--tags", "python,flask", "--json")
     data = json.loads(out)
     assert data["build"]["rounds"] > data["build"]["default"]
+    used = data["build"]["used"]  # the rows the budget came from, each findable by its ts
+    assert len(used) == data["build"]["used_total"] >= data["build"]["samples"] >= 3
+    assert all("python" in row["tags"] or "flask" in row["tags"] for row in used)
     code, out, _ = run(capsys, "budgets", "--json")
     assert all(b["reason"].startswith("default: no task tags") for b in json.loads(out).values())
 

@@ -1,0 +1,55 @@
+"""Node (JavaScript or TypeScript): with a ``tsconfig.json``, ``tsc --noEmit`` type-checks.
+
+The compiler is the project's own (``node_modules/.bin/tsc``, installed from its
+``package.json`` by cadillac's install), never one fetched at check time. A TypeScript
+project without it fails the check, and the message says to declare ``typescript``.
+Plain JavaScript has no compile step: every ``.js``/``.mjs``/``.cjs`` file is parsed by
+``node --check``, so a syntax error fails here rather than at run time.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from orchestrator.sandbox.files import what_is
+from phases.base import CheckResult, PhaseContext, Plan, run_step
+
+SCRIPTS = (".js", ".mjs", ".cjs")
+
+
+def type_check(ctx: PhaseContext, root: str) -> CheckResult | None:
+    """``tsc --noEmit`` in ``root`` when it has a ``tsconfig.json``; None otherwise."""
+    folder = ctx.workspace.root / root
+    if what_is(folder / "tsconfig.json") is not None:
+        return None
+    if what_is(folder / "node_modules/.bin/tsc") not in (None, "a symbolic link"):
+        return CheckResult(
+            passed=False,
+            summary=f"{root}/tsconfig.json needs the TypeScript compiler: add typescript to "
+            "devDependencies in package.json",
+        )
+    command = f"cd {shlex.quote(root)} && node_modules/.bin/tsc --noEmit -p ."
+    return run_step(ctx, "type-checking", command, timeout_s=600)
+
+
+@dataclass(frozen=True)
+class NodeStack:
+    root: str = "."
+    name: str = "node"
+
+    def check_code(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
+        failed = type_check(ctx, self.root)
+        if failed is not None:
+            return failed
+        prefix = "" if self.root == "." else self.root.rstrip("/") + "/"
+        scripts = [
+            f[len(prefix) :]
+            for f in plan.files
+            if f.startswith(prefix) and f.endswith(SCRIPTS) and "node_modules/" not in f
+        ]
+        scripts = [s for s in scripts if what_is(ctx.workspace.root / self.root / s) is None]
+        if not scripts:
+            return None
+        checks = " && ".join(f"node --check {shlex.quote(s)}" for s in scripts)
+        return run_step(ctx, "node --check", f"cd {shlex.quote(self.root)} && {checks}")
