@@ -158,6 +158,7 @@ def cycle_request(args: argparse.Namespace, max_seconds: float | None = None):
         "max_cost_usd": args.max_cost,
         "max_tokens": args.max_tokens,
         "unsafe_no_sandbox": args.unsafe_no_sandbox,
+        "verbose": output.verbose(),
     }
     if args.matrix:
         fields["matrix"] = Path(args.matrix)

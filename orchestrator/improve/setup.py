@@ -52,6 +52,8 @@ class CycleRequest(BaseModel):
     max_cost_usd: float | None = Field(default=None, gt=0)
     max_tokens: int | None = Field(default=None, gt=0)
     unsafe_no_sandbox: bool = False
+    verbose: bool = False
+    """``--verbose``: each trial's builds trace their tool calls into its trial.log."""
 
 
 def _what_would_help(train: int, night_alpha: float, iterations: int) -> str:
@@ -89,6 +91,7 @@ def make_cycle(
         request.jobs,
         executor=executor,
         carried=carried,
+        verbose=request.verbose,
     )  # loads the matrix: a bad one fails now, not after the baseline
     rule = DecisionConfig()
     if request.repeats is not None:

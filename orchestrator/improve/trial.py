@@ -294,10 +294,13 @@ class SandboxedMatrix:
         timeout_s: float = 6 * 3600,
         stop: threading.Event | None = None,
         carried: Carried | None = None,
+        verbose: bool = False,
     ):
         self.home, self.matrix, self.llm = home, matrix, llm
         self.carried = carried or Carried()
         """The builder's policy modules each trial is given (see :mod:`.carried`)."""
+        self.verbose = verbose
+        """Each trial's matrix run traces its builds' tool calls (into its trial.log)."""
         self.jobs, self.timeout_s = jobs, timeout_s
         self.executor = executor or ExecConfig()
         self.tasks = load_matrix(matrix)
@@ -452,6 +455,8 @@ class SandboxedMatrix:
         argv = ["matrix", "run", "--build-only", "--home", str(home), "--matrix", str(public)]
         argv += ["--model", self.llm.model, "--repeats", str(round.repeats)]
         argv += ["--jobs", str(self.jobs), "--split", round.split, "--no-learn", "--json"]
+        if self.verbose:
+            argv.append("--verbose")
         if round.seed is not None:
             argv += ["--seed", str(round.seed)]
         if round.max_cost_usd is not None:

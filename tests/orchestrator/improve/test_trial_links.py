@@ -245,3 +245,27 @@ def test_a_trial_round_leaves_no_copy_of_the_environment_templates(home, tmp_pat
     run_trial(home, tmp_path, {})
     trial_home = tmp_path / "iter" / "hostile-trial" / "home"
     assert trial_home.is_dir() and not (trial_home / ".cache").exists()
+
+
+def test_verbose_improve_and_nightly_trace_their_trials_builds(home, tmp_path):
+    """``--verbose`` reaches each trial's matrix run (its tool calls go to trial.log), from
+    the command line of improve and of nightly alike (both read it through cycle_request)."""
+    from orchestrator.cli import output
+    from orchestrator.cli.args import Parser
+    from orchestrator.cli.improve import add_parsers, cycle_request
+
+    parser = Parser(prog="cadillac")
+    add_parsers(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["improve", "--model", "scripted:x", "--verbose"])
+    output.set_verbosity("verbose")
+    try:
+        assert cycle_request(args).verbose
+    finally:
+        output.set_verbosity("normal")
+    assert not cycle_request(parser.parse_args(["improve", "--model", "scripted:x"])).verbose
+    llm = LLMConfig(model="scripted:x")
+    public, trial_home, round = tmp_path / "m", tmp_path / "h", RoundSpec(split="train")
+    loud = SandboxedMatrix(Home(home), SMALL, llm, verbose=True)
+    assert "--verbose" in loud._command(public, trial_home, round).split()
+    quiet = SandboxedMatrix(Home(home), SMALL, llm)
+    assert "--verbose" not in quiet._command(public, trial_home, round).split()
