@@ -457,13 +457,18 @@ def runs_prune(args: argparse.Namespace) -> int:
     home = checked_home(args, write=not args.dry_run)
     rows = [r for r in all_runs(home) if args.kind in (None, r["kind"])]
     chosen = _to_prune(rows, args.older_than, args.keep, time.time())
-    removed = 0
+    removed, nights = 0, 0
     for row in chosen:
         said = _prune_one(home, row, args.dry_run)
         if said is None:
             continue
         removed += 1
+        nights += row["kind"] == "nightly"
         output.line(said)
+    if nights and not args.dry_run and (home.runs_dir / "index.html").is_file():
+        from orchestrator.nightly.report import write_index
+
+        write_index(home)  # the index of nightly reports links no night that is gone
     verb = "would be removed" if args.dry_run else "removed"
     left = len(rows) - removed
     output.line(

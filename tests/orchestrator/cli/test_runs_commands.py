@@ -298,3 +298,23 @@ def test_runs_prune_refuses_bad_input_in_one_line(home, capsys, argv, says):
     code, out, err = run(capsys, "runs", "prune", *argv)
     assert code == 2 and says in one_error_line(err), err
     assert (home / "runs" / "20200101-000000-aaaaaa").is_dir()
+
+
+def test_pruning_nights_rebuilds_the_index_of_nightly_reports(home, capsys):
+    from orchestrator.home import Home
+    from orchestrator.nightly.records import NightlyRecord
+    from orchestrator.nightly.report import write_index
+
+    for n, date in enumerate(("2026-01-01", "2026-01-02")):
+        night = home / "runs" / f"nightly-{date}"
+        night.mkdir(parents=True)
+        ended = time.time() - (40 - n) * 86400
+        record = NightlyRecord(date=date, status="finished", started=ended - 60, ended=ended)
+        (night / "nightly.json").write_text(record.model_dump_json())
+    write_index(Home(home))
+    index = home / "runs" / "index.html"
+    assert "nightly-2026-01-01" in index.read_text()
+    code, out, _ = run(capsys, "runs", "prune", "--keep", "1", "--kind", "nightly")
+    assert code == 0 and "removed nightly-2026-01-01" in out, out
+    assert "nightly-2026-01-01" not in index.read_text()  # no link to a night that is gone
+    assert "nightly-2026-01-02" in index.read_text()
