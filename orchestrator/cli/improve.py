@@ -123,6 +123,11 @@ def show_improve(folder: Path, as_json: bool = False) -> None:
     console = output.out()
     console.print(table)
     state = s.state()
+    if s.ended is None and state == "running":
+        from orchestrator.cli.runs import improve_lock_held
+
+        if not improve_lock_held(Path(s.repo)):  # as runs list reads it
+            state = "interrupted: its process is gone (no cycle holds the repository's lock)"
     if s.stopped_because and state != s.stopped_because:
         state = f"{state}: {s.stopped_because}"
     cost = "unknown" if s.cost_usd is None else f"${s.cost_usd:.2f}"

@@ -230,10 +230,10 @@ def _improve_live(home: Home) -> set[Path]:
     for folder, s in _improve_summaries(home):
         if s.ended is None and (s.repo not in newest or s.started > newest[s.repo][0]):
             newest[s.repo] = (s.started, folder)
-    return {folder for repo, (_, folder) in newest.items() if _improve_lock_held(Path(repo))}
+    return {folder for repo, (_, folder) in newest.items() if improve_lock_held(Path(repo))}
 
 
-def _improve_lock_held(repo: Path) -> bool:
+def improve_lock_held(repo: Path) -> bool:
     from orchestrator.loop.runs import lock_held
     from orchestrator.sandbox.git import GitError, git
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,26 @@ def test_too_few_train_tasks_are_told_what_would_help(home, repo, tmp_path, caps
     err = capsys.readouterr().err.strip()
     assert "at least 6" in err and "--iterations 1" in err
     assert not list((Path(home) / "runs").glob("improve-*"))
+
+
+def test_a_killed_cycle_reads_interrupted_in_status_as_in_runs_list(home, tmp_path, capsys):
+    """A cycle killed outright leaves ``ended: null``: with no process holding its
+    repository's lock, ``improve --status`` says interrupted, as ``runs list`` does."""
+    from orchestrator.improve.records import ImproveSummary
+
+    user_repo = tmp_path / "user-repo"
+    user_repo.mkdir()
+    git(user_repo, "init", "-q")
+    folder = Path(home) / "runs" / "improve-20260101-000000-abcdef"
+    folder.mkdir(parents=True)
+    summary = ImproveSummary(
+        id="20260101-000000-abcdef", repo=str(user_repo), base_commit="0" * 40,
+        tip_commit="0" * 40, started=time.time() - 60,
+    )  # fmt: skip
+    (folder / "summary.json").write_text(summary.model_dump_json())
+    assert main(["improve", "--status"]) == 0
+    out = capsys.readouterr().out
+    assert "interrupted: its process is gone" in out and "running" not in out
+    assert main(["runs", "list", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["status"] == "interrupted"
