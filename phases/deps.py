@@ -22,6 +22,7 @@ from orchestrator.sandbox.files import what_is
 from orchestrator.sandbox.installs import (
     DEPENDENCY_FILES,
     INSTALL_TIMEOUT_S,
+    SUBFOLDER_FILES,
     InstallError,
     install_steps,
 )
@@ -33,10 +34,11 @@ def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
     root = ctx.workspace.root
     listed = plan.files if ctx.baseline is None else DEPENDENCY_FILES  # a project has its own
     declared = [n for n in DEPENDENCY_FILES if n in listed and what_is(root / n) is None]
+    folders = _subfolders(root, plan, ctx.baseline is not None)
     if not declared and ctx.baseline is not None:
         failed = ensure_venv(ctx, root)
         return failed or CheckResult(passed=True, summary="no dependency file: .venv made")
-    if not declared:
+    if not declared and not folders:
         return CheckResult(
             passed=False,
             summary=f"no dependency file: write one of {', '.join(DEPENDENCY_FILES)} and list it "
@@ -49,12 +51,19 @@ def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
         steps = install_steps(root, declared, plan.dependencies)
     except (InstallError, UnicodeDecodeError, OSError) as exc:
         return CheckResult(passed=False, summary=f"cannot install from {declared[0]}: {exc}")
+    installed = [said(name) for name in declared]
+    for folder, names in folders:
+        try:
+            steps += install_steps(root, names, folder=folder)
+        except (InstallError, UnicodeDecodeError, OSError) as exc:
+            return CheckResult(passed=False, summary=f"cannot install from {folder}/: {exc}")
+        installed += [said(name, folder) for name in names]
     for step in steps:
         what = f"installing {step.what}"
         failed = run_step(ctx, what, step.command, INSTALL_TIMEOUT_S, install=step)
         if failed is not None:
             return failed
-    done = f"{declared[0]} installed into .venv"
+    done = "; ".join(installed)
     if plan.install_command and repeats_an_install(plan.install_command, declared):
         return CheckResult(passed=True, summary=f"{done}; the plan's install command repeats it")
     if plan.install_command:
@@ -62,6 +71,29 @@ def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
         if failed is not None:
             return failed
     return CheckResult(passed=True, summary=done)
+
+
+def said(name: str, folder: str = ".") -> str:
+    """What installing one dependency file did, in the words of its stack."""
+    where = "" if folder == "." else f"{folder}/"
+    if name == "package.json":
+        return f"{where}package.json installed into {where}node_modules"
+    if name == "Cargo.toml":
+        return f"{where}Cargo.toml's crates fetched"
+    if name == "go.mod":
+        return f"{where}go.mod's modules downloaded"
+    return f"{where}{name} installed into .venv"
+
+
+def _subfolders(root: Path, plan: Plan, enhancing: bool) -> list[tuple[str, list[str]]]:
+    """The sub-folders the plan names that hold dependency files of their own (a full
+    stack's ``frontend/package.json``), each with those files, shallowest first."""
+    found: dict[str, list[str]] = {}
+    for path in [] if enhancing else sorted(plan.files, key=lambda p: (p.count("/"), p)):
+        folder, _, name = path.replace("\\", "/").rpartition("/")
+        if folder and name in SUBFOLDER_FILES and what_is(root / path) is None:
+            found.setdefault(folder, []).append(name)
+    return list(found.items())
 
 
 PYTHONS = {"python", "python3", ".venv/bin/python", ".venv/bin/python3"}

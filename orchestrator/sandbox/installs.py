@@ -175,20 +175,57 @@ def trusted_path(root: Path, path: str | None = None) -> str:
     return ":".join(kept) or os.defpath
 
 
+SUBFOLDER_FILES = ("package.json", "Cargo.toml", "go.mod")
+"""What a sub-folder may declare (a full stack's ``frontend/package.json``); Python's
+dependency files belong to the workspace's one ``.venv``, at the root."""
+
+
 def install_steps(
-    root: Path, declared: Sequence[str], plan_dependencies: Sequence[str] = ()
+    root: Path, declared: Sequence[str], plan_dependencies: Sequence[str] = (), folder: str = "."
 ) -> list[InstallStep]:
-    """The install commands for the dependency files of ``root`` that ``declared`` names."""
-    steps = _steps(root, declared, plan_dependencies)
+    """The install commands for the dependency files of ``root`` that ``declared`` names.
+
+    ``folder``: the sub-folder of ``root`` that holds them (``frontend``), each of whose
+    parts must be a real folder, never a link the model made; its steps run there (``cd``),
+    and it may hold only :data:`SUBFOLDER_FILES`. The package managers' own settings are
+    refused in the folder and at the root alike."""
+    where = subfolder(root, folder)
+    if folder != ".":
+        python = [n for n in declared if Path(n).name not in SUBFOLDER_FILES]
+        if python:
+            raise InstallError(
+                f"{folder}/{python[0]}: Python's dependency files are read at the workspace "
+                "root only (its one .venv); move it there"
+            )
+    steps = _steps(where, declared, plan_dependencies)
     if steps:
-        for name in PROJECT_CONFIG:
-            if what_is(root / name) != "nothing":
-                raise InstallError(
-                    f"{name}: cadillac installs with the package managers' settings of this "
-                    "machine only; remove the project's own configuration"
-                )
+        for base, shown in {(root, ""), (where, f"{folder}/" if folder != "." else "")}:
+            for name in PROJECT_CONFIG:
+                if what_is(base / name) != "nothing":
+                    raise InstallError(
+                        f"{shown}{name}: cadillac installs with the package managers' settings "
+                        "of this machine only; remove the project's own configuration"
+                    )
     prefix = f"PATH={shlex.quote(trusted_path(root))} "
+    if folder != ".":
+        prefix = f"cd {shlex.quote(folder)} && {prefix}"
     return [_issue(InstallStep(s.what, prefix + s.command, s.network, s.tool)) for s in steps]
+
+
+def subfolder(root: Path, folder: str) -> Path:
+    """``root / folder`` when every part of ``folder`` is a real folder inside ``root``
+    (checked without following links); InstallError naming the part otherwise."""
+    parts = Path(folder).parts if folder not in ("", ".") else ()
+    if Path(folder).is_absolute() or ".." in parts:
+        raise InstallError(f"{folder}: a dependency folder must be inside the workspace")
+    where = root
+    for part in parts:
+        where = where / part
+        found = what_is(where)
+        if found != "a folder":
+            shown = where.relative_to(root)
+            raise InstallError(f"{shown} is {found or 'a file'}; it must be a real folder")
+    return where
 
 
 _ISSUED: weakref.WeakValueDictionary[int, InstallStep] = weakref.WeakValueDictionary()

@@ -320,7 +320,7 @@ def test_without_a_sandbox_the_build_stops_before_it_starts(home, capsys, tmp_pa
 def test_unsafe_no_sandbox_says_so_at_the_start_and_in_the_summary(home, capsys):
     assert main(["build", wordfreq.TASK, "--model", BUILDER, "--unsafe-no-sandbox"]) == 0
     err = capsys.readouterr().err
-    assert err.splitlines()[0].startswith("warning: --unsafe-no-sandbox")
+    assert err.splitlines()[0].startswith("cadillac: warning: --unsafe-no-sandbox")
     (run,) = (Path(home) / "runs").iterdir()
     summary = json.loads((run / "summary.json").read_text())
     assert summary["unsafe_no_sandbox"] is True and summary["status"] == "passed"

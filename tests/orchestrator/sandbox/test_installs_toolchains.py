@@ -204,7 +204,7 @@ def test_go_mod_download_runs(tmp_path, venv_cache):
     )
     result = deps_check(ws, venv_cache)
     assert result.passed, result.for_model()
-    assert result.summary == "go.mod installed into .venv"
+    assert result.summary == "go.mod's modules downloaded"
 
 
 def test_go_never_runs_a_version_control_program(tmp_path, venv_cache, monkeypatch):
@@ -388,3 +388,42 @@ def test_options_smuggled_in_a_pyproject_are_refused(tmp_path, venv_cache, liste
         or "not a requirement" in (result.summary)
     )
     assert not reached()
+
+
+# ---------------------------------------------------------------------------- sub-folders
+def test_a_full_stacks_front_end_installs_in_its_own_folder(tmp_path, venv_cache):
+    ws = workspace(
+        tmp_path,
+        {
+            "requirements.txt": "",
+            "app.py": "",
+            "frontend/package.json": json.dumps({"name": "front", "version": "1.0.0"}),
+        },
+    )
+    result = deps_check(ws, venv_cache)
+    assert result.passed, result.for_model()
+    assert "frontend/package.json installed into frontend/node_modules" in result.summary
+    assert (ws / "frontend" / "package-lock.json").is_file()  # npm ran there, not at the root
+    assert not (ws / "package-lock.json").exists()
+
+
+def test_a_dependency_folder_that_is_a_link_is_refused_unread(tmp_path, venv_cache):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "package.json").write_text('{"dependencies": {"x": "git+ssh://host/x"}}')
+    ws = workspace(tmp_path, {"requirements.txt": "", "app.py": ""})
+    (ws / "frontend").symlink_to(outside)
+    plan = json.loads((ws / "plan.json").read_text())
+    plan["files"].append("frontend/package.json")
+    (ws / "plan.json").write_text(json.dumps(plan))
+    result = deps_check(ws, venv_cache)
+    assert not result.passed and "frontend is a symbolic link" in result.summary, result.summary
+    (ws / "front").mkdir()
+    with pytest.raises(InstallError, match="Python's dependency files are read at the"):
+        install_steps(ws, ["requirements.txt"], folder="front")
+    (ws / "front" / "package.json").write_text("{}")
+    (ws / "front" / ".npmrc").write_text("registry=http://127.0.0.1:1/\n")
+    with pytest.raises(InstallError, match=r"front/\.npmrc: cadillac installs"):
+        install_steps(ws, ["package.json"], folder="front")
+    with pytest.raises(InstallError, match="must be inside the workspace"):
+        install_steps(ws, ["package.json"], folder="../outside")
