@@ -124,9 +124,9 @@ def show_improve(folder: Path, as_json: bool = False) -> None:
     console.print(table)
     state = s.state()
     if s.ended is None and state == "running":
-        from orchestrator.cli.runs import improve_lock_held
+        from orchestrator.improve.git import cycle_running
 
-        if not improve_lock_held(Path(s.repo)):  # as runs list reads it
+        if not cycle_running(Path(s.repo)):  # as runs list reads it
             state = "interrupted: its process is gone (no cycle holds the repository's lock)"
     if s.stopped_because and state != s.stopped_because:
         state = f"{state}: {s.stopped_because}"

@@ -230,18 +230,9 @@ def _improve_live(home: Home) -> set[Path]:
     for folder, s in _improve_summaries(home):
         if s.ended is None and (s.repo not in newest or s.started > newest[s.repo][0]):
             newest[s.repo] = (s.started, folder)
-    return {folder for repo, (_, folder) in newest.items() if improve_lock_held(Path(repo))}
+    from orchestrator.improve.git import cycle_running
 
-
-def improve_lock_held(repo: Path) -> bool:
-    from orchestrator.loop.runs import lock_held
-    from orchestrator.sandbox.git import GitError, git
-
-    try:
-        common = git("rev-parse", "--git-common-dir", repo=repo, timeout=30).strip()
-    except GitError:  # no repository there any more: no cycle can run on it
-        return False
-    return lock_held((repo / common).resolve() / "cadillac-improve.lock")
+    return {folder for repo, (_, folder) in newest.items() if cycle_running(Path(repo))}
 
 
 def _improve_row(folder: Path, row: dict, live: set[Path]) -> None:

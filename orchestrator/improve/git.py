@@ -45,10 +45,25 @@ def repo_root(path: Path) -> Path:
         ) from None
 
 
+def _lock_path(repo: Path) -> Path:
+    common = Path(git(repo, "rev-parse", "--git-common-dir"))
+    return (repo / common).resolve() / "cadillac-improve.lock"
+
+
+def cycle_running(repo: Path) -> bool:
+    """Whether a live process holds this repository's improve lock (a killed cycle holds
+    none); False when there is no repository there any more."""
+    from orchestrator.loop.runs import lock_held
+
+    try:
+        return lock_held(_lock_path(repo))
+    except GitError:
+        return False
+
+
 def cycle_lock(repo: Path) -> FileLock:
     """The lock of one improve cycle on this repository, acquired; raise if it is taken."""
-    common = Path(git(repo, "rev-parse", "--git-common-dir"))
-    lock = FileLock(str((repo / common).resolve() / "cadillac-improve.lock"), timeout=0)
+    lock = FileLock(str(_lock_path(repo)), timeout=0)
     try:
         lock.acquire()
     except Timeout:

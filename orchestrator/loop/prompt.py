@@ -8,7 +8,8 @@ then the lessons recalled for the task with their ids, so the model can cite the
 and what differs between phases (skills, an existing project's overview) follow it, so
 the prefix is byte-identical across the build's phases and rounds and a provider's
 prompt cache hits. The first user message holds the task, the plan once it exists,
-what earlier phases did and the files in the workspace.
+what the plan's stacks mean for the checks (:func:`phases.stacks.guide`), what earlier
+phases did and the files in the workspace.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Sequence
 
 from orchestrator.loop.runs import PhaseSummary
 from orchestrator.sandbox.workspace import Workspace
+from phases import stacks
 from phases.base import Phase, PlanError, load_plan, read_prompt
 
 
@@ -48,6 +50,7 @@ def opening(
     try:
         plan = load_plan(workspace.root)
         parts.append(f"Plan (plan.json):\n{plan.model_dump_json(indent=2)}")
+        parts.append(stacks.guide(workspace.root, plan))
     except PlanError:
         pass
     done = [f"- {p.phase}: {p.outcome}; {p.finish_summary or p.check}" for p in earlier]

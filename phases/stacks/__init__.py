@@ -30,6 +30,7 @@ This package imports nothing of cadillac's but the sandbox layer, as :mod:`phase
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Protocol
 
 from phases.base import CheckResult, PhaseContext, Plan, command_failed
@@ -42,6 +43,8 @@ class Stack(Protocol):
     """``python``, ``node``, ``web``, ``go``, ``rust``."""
     root: str
     """The folder it applies in, relative to the workspace (``.`` or ``frontend``)."""
+    guide: str
+    """What a phase is told of the stack: how its dependencies, checks and tests go."""
 
     def check_code(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
         """The code compiles (and type-checks) here; a failing CheckResult or None."""
@@ -60,6 +63,11 @@ PYTHON_MANIFESTS = ("requirements.txt", "pyproject.toml", "setup.py")
 
 def stacks_of(ctx: PhaseContext, plan: Plan) -> list[Stack]:
     """The profiles the plan's stack and files choose, each with the folder it applies in."""
+    return stacks_in(ctx.workspace.root, plan)
+
+
+def stacks_in(workspace: Path, plan: Plan) -> list[Stack]:
+    """:func:`stacks_of` for the workspace at ``workspace``."""
     from phases.stacks import go, node, python, rust, web
 
     files = [f.replace("\\", "/").lstrip("./") or f for f in plan.files]
@@ -72,7 +80,7 @@ def stacks_of(ctx: PhaseContext, plan: Plan) -> list[Stack]:
         elif name == "Cargo.toml":
             found.append(rust.RustStack(root))
         elif name == "package.json":
-            here = ctx.workspace.root / root / name
+            here = workspace / root / name
             web_here = web.is_web(here) or root in FRONT_END_FOLDERS
             found.append(web.WebStack(root) if web_here else node.NodeStack(root))
     python_files = [f for f in files if f.endswith(".py")]
@@ -89,6 +97,15 @@ def check_code(ctx: PhaseContext, plan: Plan) -> CheckResult | None:
         if failed is not None:
             return failed
     return None
+
+
+def guide(workspace: Path, plan: Plan) -> str:
+    """What the phases are told of the plan's stacks, one paragraph each with its folder."""
+    found = stacks_in(workspace, plan)
+    if not found:
+        return ""
+    lines = [f"- {s.guide}" + ("" if s.root == "." else f" (in {s.root}/)") for s in found]
+    return "The plan's stacks, and how cadillac checks them:\n" + "\n".join(lines)
 
 
 def describe(ctx: PhaseContext, plan: Plan) -> str:

@@ -20,6 +20,12 @@ class GoStack:
     root: str = "."
     name: str = "go"
 
+    guide: str = (
+        "Go: declare the module in go.mod (standard library first; dependencies are "
+        "downloaded by cadillac, and builds run offline). The code check runs `go vet ./...` "
+        "then `go build ./...`; tests are `go test ./...` (a package without tests runs none)."
+    )
+
     def check_code(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
         cd = f"cd {shlex.quote(self.root)} && "
         return run_step(ctx, "go vet", cd + "go vet ./...", timeout_s=600) or run_step(

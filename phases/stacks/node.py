@@ -38,6 +38,13 @@ class NodeStack:
     root: str = "."
     name: str = "node"
 
+    guide: str = (
+        "Node: declare dependencies in package.json (registry versions only; cadillac runs "
+        "npm with install scripts off). With TypeScript, add a tsconfig.json and typescript "
+        "in devDependencies: the code check runs `tsc --noEmit`; every .js file must parse "
+        "(`node --check`). Tests: `node --test`, or the runner package.json names."
+    )
+
     def check_code(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
         failed = type_check(ctx, self.root)
         if failed is not None:

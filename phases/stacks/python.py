@@ -38,6 +38,13 @@ class PythonStack:
     root: str = "."
     name: str = "python"
 
+    guide: str = (
+        "Python: dependencies in requirements.txt (or pyproject.toml) at the root, installed "
+        "into .venv from wheels. The code check compiles every module and checks that every "
+        "import between the project's own modules names a module and a name that exist; "
+        "tests: `python -m pytest -q` or unittest."
+    )
+
     def check_code(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
         files = ctx.workspace.files()
         failed = python_compiles(ctx, files)

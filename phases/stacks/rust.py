@@ -18,6 +18,13 @@ class RustStack:
     root: str = "."
     name: str = "rust"
 
+    guide: str = (
+        "Rust: declare the crate in Cargo.toml (crates.io dependencies only; cadillac fetches "
+        "them, and builds run offline). The code check runs `cargo build --offline "
+        "--all-targets`, so every binary, example and test must compile; tests are "
+        "`cargo test --offline`."
+    )
+
     def check_code(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
         command = f"cd {shlex.quote(self.root)} && cargo build --offline --all-targets"
         return run_step(ctx, "cargo build", command, timeout_s=900)

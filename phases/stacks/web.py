@@ -48,6 +48,12 @@ class WebStack:
     root: str = "."
     name: str = "web"
 
+    guide: str = (
+        "Web front end: package.json with a build script (`vite build`) and its "
+        "dependencies; the code check runs `npm run build`, so every import must resolve "
+        "and the page must bundle. Test with a runner such as vitest, in package.json."
+    )
+
     def check_code(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
         scripts = manifest(ctx.workspace.root / self.root / "package.json").get("scripts")
         if not isinstance(scripts, dict) or not isinstance(scripts.get("build"), str):

@@ -251,3 +251,22 @@ def test_a_test_command_that_ran_no_test_fails_the_build_check(tmp_path, shared_
     ctx = project(tmp_path, files, stack=["python"], test=test, cache=shared_cache)
     result = build.PHASE.check(ctx)
     assert not result.passed and "ran 0 tests" in result.summary, result.for_model()
+
+
+def test_the_phases_are_told_the_plans_stacks_not_pythons(tmp_path):
+    from orchestrator.loop.prompt import opening
+    from phases import load_phases
+
+    ctx = project(tmp_path / "go", GO_VET, stack=["go"])
+    messages = opening(load_phases()["build"], "t", ctx.workspace, [], "prefix\n\n", "part")
+    user = messages[1]["content"]
+    assert "Go: declare the module in go.mod" in user and "go vet ./..." in user
+    assert "Python:" not in user
+    full = {
+        "app.py": "",
+        "requirements.txt": "",
+        "frontend/package.json": json.dumps({"dependencies": {"react": "^18"}}),
+    }
+    ctx = project(tmp_path / "full", full, stack=["python", "react"])
+    user = opening(load_phases()["build"], "t", ctx.workspace, [], "p\n\n", "x")[1]["content"]
+    assert "- Python:" in user and "`npm run build`" in user and "(in frontend/)" in user
