@@ -270,3 +270,55 @@ def test_the_phases_are_told_the_plans_stacks_not_pythons(tmp_path):
     ctx = project(tmp_path / "full", full, stack=["python", "react"])
     user = opening(load_phases()["build"], "t", ctx.workspace, [], "p\n\n", "x")[1]["content"]
     assert "- Python:" in user and "`npm run build`" in user and "(in frontend/)" in user
+
+
+# ------------------------------------------------------------------------- hostile
+def test_a_rust_build_script_cannot_reach_the_network(tmp_path):
+    """The build check runs build.rs, offline: a listener on the host hears nothing."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        build_rs = (
+            "use std::net::TcpStream;\nfn main() {\n"
+            f'    let reached = TcpStream::connect("127.0.0.1:{port}").is_ok();\n'
+            '    println!("cargo:warning=reached={}", reached);\n}\n'
+        )
+        files = {**RUST, "build.rs": build_rs, "src/bin/extra.rs": "fn main() {}\n"}
+        result = build.PHASE.check(project(tmp_path, files, stack=["rust"]))
+        assert result.passed, result.for_model()
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing connected
+
+
+def test_a_go_test_that_leaves_a_process_running_leaves_nothing(tmp_path):
+    mark = f"cadillac-left-{os.getpid()}-{id(tmp_path)}"
+    files = {
+        "go.mod": "module example.com/leave\n\ngo 1.19\n",
+        "main.go": "package main\n\nfunc main() {}\n",
+        "main_test.go": 'package main\n\nimport (\n\t"os"\n\t"os/exec"\n\t"testing"\n'
+        '\t"time"\n)\n\nfunc TestLeaves(t *testing.T) {\n'
+        f'\tcmd := exec.Command("bash", "-c", "exec -a {mark} sleep 300")\n'
+        "\tif err := cmd.Start(); err != nil {\n\t\tt.Fatal(err)\n\t}\n"
+        "\ttime.Sleep(500 * time.Millisecond)\n"
+        "\tif cmd.ProcessState == nil {\n"  # still running: say so for the test to see
+        '\t\tos.WriteFile("started", []byte("yes"), 0o644)\n\t}\n}\n',
+    }
+    ctx = project(tmp_path, files, stack=["go"], test="go test ./...")
+    result = build.PHASE.check(ctx)
+    assert result.passed, result.for_model()
+    assert (ctx.workspace.root / "started").read_text() == "yes"  # it did leave one behind
+    left = [
+        p.name for p in Path("/proc").iterdir() if p.name.isdigit() and mark.encode() in _cmdline(p)
+    ]
+    assert left == []
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""
