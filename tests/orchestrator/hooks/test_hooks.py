@@ -413,7 +413,7 @@ def test_improve_and_nightly_give_their_cycle_the_plugins(home):
     from orchestrator.llm.client import LLMConfig
 
     lift = SMALL.parent / "matrix_lift"
-    model = LLMConfig(model=register_script("hk-cycle", lambda m, t: "NONE"))
+    model = LLMConfig(model="scripted:tests.fakes.policies:last_user_words")  # trials load it
     request = CycleRequest(
         builder=model, improver=model, matrix=lift, iterations=1, unsafe_no_sandbox=True
     )
