@@ -99,7 +99,7 @@ class Cgroup:
                 return
             if time.monotonic() > deadline:
                 return
-            time.sleep(0.02)
+            time.sleep(0.002)
 
 
 def _own_cgroups() -> dict[str, str]:
