@@ -7,6 +7,7 @@ mapped shared, and many processes that are each under the limit.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,9 @@ def ws(tmp_path: Path) -> Path:
 
 
 def _leftover_cgroups() -> list[Path]:
+    """This process's command cgroups (another pytest worker's commands have their own)."""
     found = cgroup._parent()
-    return sorted(found[0].glob(f"{cgroup.PREFIX}*")) if found else []
+    return sorted(found[0].glob(f"{cgroup.PREFIX}{os.getpid()}-*")) if found else []
 
 
 def test_node_reserves_webassembly_memory_under_the_default_limits(ws: Path):
