@@ -70,7 +70,7 @@ def stacks_in(workspace: Path, plan: Plan) -> list[Stack]:
     """:func:`stacks_of` for the workspace at ``workspace``."""
     from phases.stacks import go, node, python, rust, web
 
-    files = [f.replace("\\", "/").lstrip("./") or f for f in plan.files]
+    files = [f.replace("\\", "/").removeprefix("./") for f in plan.files]
     tags = {t.lower() for t in plan.stack}
     found: list[Stack] = []
     for path in sorted(files, key=lambda p: (p.count("/"), p)):
@@ -80,8 +80,7 @@ def stacks_in(workspace: Path, plan: Plan) -> list[Stack]:
         elif name == "Cargo.toml":
             found.append(rust.RustStack(root))
         elif name == "package.json":
-            here = workspace / root / name
-            web_here = web.is_web(here) or root in FRONT_END_FOLDERS
+            web_here = web.is_web(workspace, root) or root in FRONT_END_FOLDERS
             found.append(web.WebStack(root) if web_here else node.NodeStack(root))
     python_files = [f for f in files if f.endswith(".py")]
     manifests = [f for f in files if f.rsplit("/", 1)[-1] in PYTHON_MANIFESTS]

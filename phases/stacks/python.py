@@ -12,7 +12,9 @@ project runs, and files are read without following links. The check covers:
   including inside top-level ``if``/``try`` blocks.
 
 A module that binds names in ways a syntax tree does not show (a module-level
-``__getattr__``, ``from x import *``, writes to ``globals()``) is taken at its word.
+``__getattr__``, ``from x import *``, writes to ``globals()``) is taken at its word, as is
+one the host will not parse: over 2 MB, or nested too deep for the parser (a model's file
+is read on the host, so it must not be able to exhaust the host's memory or stack).
 Imports inside ``try`` blocks that handle ``ImportError`` are optional and not checked.
 The project's modules are found from the workspace root, and from ``src/`` for a src
 layout. Compiling is ``py_compile``, run in the sandbox, as the earlier checks did.
@@ -31,6 +33,8 @@ SOURCE_ROOTS = (".", "src")
 TYPE_ALIAS = getattr(ast, "TypeAlias", ())
 """``type X = ...`` (Python 3.12); on an older Python nothing is one."""
 SHOWN = 8
+MAX_MODULE_BYTES = 2_000_000
+"""A module larger than this is not parsed on the host (a model could write gigabytes)."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,7 @@ def _bound(tree: ast.Module) -> tuple[set[str], bool]:
                     if handler.name:
                         names.add(handler.name)
                     visit(handler.body)
-            elif isinstance(node, ast.Expr) and "globals()" in ast.unparse(node):
+            elif isinstance(node, ast.Expr) and "globals" in _names(node):
                 open_ended = True
             elif isinstance(node, TYPE_ALIAS):
                 targets(node.name)
@@ -126,17 +130,24 @@ def _bound(tree: ast.Module) -> tuple[set[str], bool]:
     return names, open_ended
 
 
+def _names(node: ast.AST) -> set[str]:
+    """The names and attribute names in ``node`` (``except (ImportError, x.Error)``)."""
+    return {
+        n.id if isinstance(n, ast.Name) else n.attr
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name | ast.Attribute)
+    }
+
+
 def _optional(tree: ast.Module) -> set[int]:
     """Line numbers of imports inside a ``try`` that handles ImportError (optional ones)."""
     lines: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Try | ast.TryStar):
-            caught = " ".join(ast.unparse(h.type) for h in node.handlers if h.type is not None)
+            caught = {n for h in node.handlers if h.type is not None for n in _names(h.type)}
             if (
                 not node.handlers
-                or any(
-                    word in caught for word in ("ImportError", "ModuleNotFoundError", "Exception")
-                )
+                or caught & {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
                 or any(h.type is None for h in node.handlers)
             ):
                 for sub in node.body:
@@ -157,8 +168,13 @@ def imports_resolve(root: Path, files: list[str]) -> CheckResult | None:
                 trees[module] = ast.Module(body=[], type_ignores=[])
                 return trees[module]
             try:
-                trees[module] = ast.parse(read_regular(root / modules[module]))
-            except (SyntaxError, ValueError, OSError):
+                source = read_regular(root / modules[module], limit=MAX_MODULE_BYTES + 1)
+                if len(source) > MAX_MODULE_BYTES:
+                    raise ValueError("too big to read on the host")
+                trees[module] = ast.parse(source)
+            except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+                # too big or too deep for the host's parser: taken at its word, and its own
+                # imports are left to the compile check, which runs in the sandbox
                 trees[module] = None
         return trees[module]
 

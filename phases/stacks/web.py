@@ -14,28 +14,29 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.sandbox.files import read_regular, what_is
+from orchestrator.sandbox.files import read_regular
+from orchestrator.sandbox.installs import InstallError, subfolder
 from phases.base import CheckResult, PhaseContext, Plan, run_step
 from phases.stacks.node import type_check
 
 WEB_PACKAGES = frozenset({"react", "react-dom", "vite", "@vitejs/plugin-react", "vue", "svelte"})
 
 
-def manifest(path: Path) -> dict:
-    """A ``package.json`` as a dict; {} when it is missing, not a regular file or not JSON."""
-    if what_is(path) is not None:
-        return {}
+def manifest(workspace: Path, root: str) -> dict:
+    """``root``'s ``package.json`` as a dict; {} when it is missing, not a regular file, not
+    JSON, or below a folder that is a link (the host follows no link the model made)."""
     try:
-        data = json.loads(read_regular(path))
-    except (ValueError, OSError):
+        folder = subfolder(workspace, root)
+        data = json.loads(read_regular(folder / "package.json"))
+    except (InstallError, ValueError, OSError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
-def is_web(path: Path) -> bool:
-    """Whether the ``package.json`` at ``path`` is a front end's (it depends on one of
+def is_web(workspace: Path, root: str) -> bool:
+    """Whether ``root``'s ``package.json`` is a front end's (it depends on one of
     :data:`WEB_PACKAGES`)."""
-    data = manifest(path)
+    data = manifest(workspace, root)
     names: set[str] = set()
     for key in ("dependencies", "devDependencies"):
         if isinstance(data.get(key), dict):
@@ -55,7 +56,7 @@ class WebStack:
     )
 
     def check_code(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
-        scripts = manifest(ctx.workspace.root / self.root / "package.json").get("scripts")
+        scripts = manifest(ctx.workspace.root, self.root).get("scripts")
         if not isinstance(scripts, dict) or not isinstance(scripts.get("build"), str):
             return CheckResult(
                 passed=False,

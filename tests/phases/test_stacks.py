@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from orchestrator.sandbox import policy
-from orchestrator.sandbox.executor import ExecConfig, run_command
+from orchestrator.sandbox.executor import ExecConfig
 from orchestrator.sandbox.installs import project_env
 from orchestrator.sandbox.venvs import make_venv
-from orchestrator.sandbox.workspace import Workspace
 from phases import build, scaffold
 from phases.base import PhaseContext, load_plan
 from phases.stacks import ran_tests, stacks_of
 from phases.stacks.python import imports_resolve
+from tests.support import phase_context
 
 pytestmark = pytest.mark.e2e  # go, cargo and node, for real: left out of `make test-fast`
 
@@ -46,19 +46,7 @@ def project(
     (ws / "plan.json").write_text(json.dumps(plan))
     if cache is not None:
         assert make_venv(ws / ".venv", cache) is None
-
-    def run(command, timeout_s=None, install=None):
-        return run_command(
-            command,
-            ws,
-            ExecConfig(),
-            timeout_s=timeout_s,
-            path_prefix=[ws / ".venv" / "bin"],
-            env=project_env(ws),
-            install=install,
-        )
-
-    return PhaseContext(task="t", workspace=Workspace(ws), run=run)
+    return phase_context(ws)
 
 
 def names(ctx: PhaseContext) -> list[tuple[str, str]]:
@@ -322,3 +310,35 @@ def _cmdline(proc: Path) -> bytes:
         return (proc / "cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def test_a_module_too_deep_or_too_big_for_the_host_is_taken_at_its_word(tmp_path):
+    """The import check parses the model's files on the host: a file nested deeper than the
+    parser goes, or of many megabytes, must not crash or exhaust it."""
+    from phases.stacks.python import MAX_MODULE_BYTES
+
+    root = tmp_path / "p"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg/__init__.py").write_text("")
+    (root / "pkg/deep.py").write_text("x = " + "-" * 200_000 + "1\n")  # MemoryError in ast
+    big = "from pkg.nowhere import thing\n" + "#" * MAX_MODULE_BYTES + "\n"
+    (root / "pkg/big.py").write_text(big)
+    (root / "pkg/use.py").write_text("from pkg.deep import x\nfrom pkg.big import y\n")
+    files = ["pkg/__init__.py", "pkg/big.py", "pkg/deep.py", "pkg/use.py"]
+    assert imports_resolve(root, files) is None
+
+
+def test_the_host_reads_no_manifest_through_a_folder_link(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "package.json").write_text(json.dumps({"dependencies": {"react": "^18"}}))
+    ctx = project(tmp_path / "p", {"app.py": ""}, stack=["python"])
+    (ctx.workspace.root / "ui").symlink_to(outside)
+    plan = ctx.plan().model_copy(update={"files": ["app.py", "ui/package.json"]})
+    assert [(s.name, s.root) for s in stacks_of(ctx, plan)] == [("python", "."), ("node", "ui")]
+
+
+def test_a_plans_paths_keep_their_dot_folders(tmp_path):
+    files = {"./go.mod": "module example.com/a\n", ".tools/go.mod": "module example.com/b\n"}
+    ctx = project(tmp_path, files, stack=["go"])
+    assert names(ctx) == [("go", "."), ("go", ".tools")]
