@@ -34,3 +34,27 @@ def build_config(model: str, **llm) -> BuildConfig:
 def events(run) -> list[dict]:
     """The records of a build's ``events.jsonl``, in order."""
     return [json.loads(x) for x in run.events_path.read_text().splitlines()]
+
+
+def phase_context(ws, cache=None):
+    """A PhaseContext for the workspace ``ws`` whose commands run as the build loop runs
+    them (``Agent._run_command``): in the sandbox, the workspace's ``.venv/bin`` first on
+    PATH, the project's environment, the network and the package managers' settings only
+    where an issued install step asks."""
+    from orchestrator.sandbox.executor import ExecConfig, run_command
+    from orchestrator.sandbox.installs import project_env
+    from orchestrator.sandbox.workspace import Workspace
+    from phases.base import PhaseContext
+
+    def run(command, timeout_s=None, install=None):
+        return run_command(
+            command,
+            ws,
+            ExecConfig(),
+            timeout_s=timeout_s,
+            path_prefix=[ws / ".venv" / "bin"],
+            env=project_env(ws),
+            install=install,
+        )
+
+    return PhaseContext(task="t", workspace=Workspace(ws), run=run, cache_dir=cache)

@@ -26,10 +26,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator.sandbox.executor import ExecConfig, run_command
-from orchestrator.sandbox.installs import InstallError, install_steps, project_env
-from orchestrator.sandbox.workspace import Workspace
+from orchestrator.sandbox.installs import InstallError, install_steps
 from phases import deps
-from phases.base import PhaseContext, load_plan
+from phases.base import load_plan
+from tests.support import phase_context
 
 pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
@@ -78,23 +78,8 @@ def workspace(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def deps_check(ws: Path, cache: Path):
-    """The deps phase's check, its commands run as the build loop runs them
-    (``Agent._run_command``): the workspace's ``.venv/bin`` first on PATH, the project's
-    environment, the network and the package managers' settings only where a step asks."""
-
-    def run(command, timeout_s=None, install=None):
-        return run_command(
-            command,
-            ws,
-            ExecConfig(),
-            timeout_s=timeout_s,
-            path_prefix=[ws / ".venv" / "bin"],
-            env=project_env(ws),
-            install=install,
-        )
-
-    ctx = PhaseContext(task="t", workspace=Workspace(ws), run=run, cache_dir=cache)
-    return deps.check(ctx, load_plan(ws))
+    """The deps phase's check, its commands run as the build loop runs them."""
+    return deps.check(phase_context(ws, cache), load_plan(ws))
 
 
 def marks(*folders: Path) -> list[str]:
