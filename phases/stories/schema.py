@@ -1,0 +1,152 @@
+"""User stories: what the built artifact must do, in a form cadillac runs itself.
+
+What this module decides, and why:
+
+* **Stories are data, never code.** The plan phase writes them in ``stories.json`` beside
+  ``plan.json``. A story says what to send the artifact and what must come back. Every
+  field is a value (argv as a list, a body, a pattern). None is a shell line, so no host
+  shell ever sees a metacharacter a model put in one.
+* **Five surfaces.**
+  - ``cli``: argv, stdin and env in; the exit status, stdout and stderr out.
+  - ``http``: a start command, a ready probe, then requests; the status, JSON fields and
+    headers out.
+  - ``library``: a call of a module's function with JSON arguments, in Python or
+    JavaScript; the value it returns, or the exception it raises.
+  - ``browser``: a path of the served build, then steps (click, type, wait for); the text
+    expected, with no console error and no failed request.
+  - ``files``: a file, and what it holds.
+* **Fixed when the plan passes.** :func:`weakened` compares the stories the plan phase
+  fixed with those a later phase leaves. Adding a story is fine. Dropping one, or changing
+  one in any way, is a weakening: the run records the attempt, and validate runs the
+  plan's own stories.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class TextExpect(Strict):
+    """What a stream (stdout, stderr, a response body, a file) must hold: any of these."""
+
+    equals: str | None = None
+    contains: list[str] = Field(default_factory=list)
+    matches: str | None = None
+    """A regular expression (Python's ``re``, searched)."""
+    json_paths: dict[str, Any] = Field(default_factory=dict, alias="json")
+    """JSON path (``items.0.title``) -> the value it must have."""
+
+
+class CliStory(Strict):
+    kind: Literal["cli"] = "cli"
+    name: str = Field(pattern=NAME)
+    argv: list[str] = Field(min_length=1)
+    stdin: str = ""
+    env: dict[str, str] = Field(default_factory=dict)
+    exit: int | None = 0
+    stdout: TextExpect | None = None
+    stderr: TextExpect | None = None
+    timeout_s: float = Field(default=30, gt=0, le=300)
+
+
+class HttpRequest(Strict):
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "GET"
+    path: str = Field(pattern=r"^/")
+    json_body: Any = None
+    body: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    status: int = Field(default=200, ge=100, le=599)
+    expect: TextExpect | None = None
+    expect_headers: dict[str, str] = Field(default_factory=dict)
+
+
+class HttpStory(Strict):
+    kind: Literal["http"] = "http"
+    name: str = Field(pattern=NAME)
+    start: list[str] = Field(min_length=1)
+    """The server's argv; it listens on the port in ``$PORT``."""
+    ready: str = Field(default="/", pattern=r"^/")
+    """A path that answers once the server is up."""
+    requests: list[HttpRequest] = Field(min_length=1)
+    timeout_s: float = Field(default=30, gt=0, le=300)
+
+
+class LibraryStory(Strict):
+    kind: Literal["library"] = "library"
+    name: str = Field(pattern=NAME)
+    language: Literal["python", "javascript"]
+    module: str = Field(min_length=1)
+    function: str = Field(pattern=r"^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*$")
+    args: list[Any] = Field(default_factory=list)
+    returns: Any = None
+    raises: str | None = None
+    """The exception's name (``ValueError``, ``TypeError``); then ``returns`` is not read."""
+
+
+class BrowserStep(Strict):
+    action: Literal["click", "type", "wait_for", "press"]
+    selector: str = Field(min_length=1)
+    text: str = ""
+
+
+class BrowserStory(Strict):
+    kind: Literal["browser"] = "browser"
+    name: str = Field(pattern=NAME)
+    path: str = Field(default="/", pattern=r"^/")
+    steps: list[BrowserStep] = Field(default_factory=list)
+    expect_text: list[str] = Field(min_length=1)
+    timeout_s: float = Field(default=30, gt=0, le=300)
+
+
+class FilesStory(Strict):
+    kind: Literal["files"] = "files"
+    name: str = Field(pattern=NAME)
+    path: str = Field(min_length=1)
+    expect: TextExpect
+
+    @model_validator(mode="after")
+    def _inside(self) -> FilesStory:
+        if self.path.startswith("/") or ".." in self.path.split("/"):
+            raise ValueError(f"{self.path!r} must be a path inside the workspace")
+        return self
+
+
+Story = Annotated[
+    CliStory | HttpStory | LibraryStory | BrowserStory | FilesStory, Field(discriminator="kind")
+]
+
+
+class Stories(Strict):
+    """stories.json: the stories the artifact must satisfy."""
+
+    stories: list[Story] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> Stories:
+        names = [s.name for s in self.stories]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"story names must be unique: {', '.join(twice)}")
+        return self
+
+
+def weakened(fixed: Stories, now: Stories) -> list[str]:
+    """What ``now`` drops or changes of the stories ``fixed`` at plan time, one line each;
+    [] when it keeps every one as it was (it may add more)."""
+    after = {s.name: s for s in now.stories}
+    problems = []
+    for story in fixed.stories:
+        kept = after.get(story.name)
+        if kept is None:
+            problems.append(f"story {story.name!r} was dropped")
+        elif kept != story:
+            problems.append(f"story {story.name!r} was changed")
+    return problems
