@@ -100,6 +100,11 @@ class BrowserStep(Strict):
 class BrowserStory(Strict):
     kind: Literal["browser"] = "browser"
     name: str = Field(pattern=NAME)
+    start: list[str] = Field(default_factory=list)
+    """The server's argv (it listens on the port in ``$PORT``); empty: cadillac serves the
+    built front end's files from ``serve`` itself."""
+    serve: str = "dist"
+    """The folder of the built front end (``dist``, ``frontend/dist``), when no ``start``."""
     path: str = Field(default="/", pattern=r"^/")
     steps: list[BrowserStep] = Field(default_factory=list)
     expect_text: list[str] = Field(min_length=1)
