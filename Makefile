@@ -5,6 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 WHEELS := .cache/test-wheels
+NPM_PACKAGES := .cache/test-npm
 
 .PHONY: demo test test-fast test-times bench clean
 
@@ -22,6 +23,13 @@ $(WHEELS)/.done: tests/fixtures/test-wheels.txt $(STAMP)
 		-r tests/fixtures/test-wheels.txt
 	touch $@
 
+# The npm packages the web tests install (React, Vite, TypeScript, tsx, and every transitive
+# dependency for linux-x64), from a registry on 127.0.0.1 (tests/npm_registry.py): npm
+# resolves tests/fixtures/test-npm.json here, with the real registry, and nothing runs.
+$(NPM_PACKAGES)/.done: tests/fixtures/test-npm.json $(STAMP)
+	$(BIN)/python -m tests.npm_registry $(NPM_PACKAGES)
+	touch $@
+
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/demo.sh
 
@@ -32,13 +40,13 @@ PYTEST = mkdir -p runs && tmp=$$(mktemp -d /tmp/cadillac-test-XXXXXX) && \
 	{ $(BIN)/python -m pytest -q -n auto --dist loadgroup --basetemp=$$tmp/t \
 	--junitxml=runs/test-times.xml $(1) && rm -rf $$tmp; } || { echo "kept $$tmp"; exit 1; }
 
-test: $(STAMP) $(WHEELS)/.done
+test: $(STAMP) $(WHEELS)/.done $(NPM_PACKAGES)/.done
 	$(call PYTEST,)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 # The inner loop: everything but the end-to-end runs and the toolchain/browser tests.
-test-fast: $(STAMP) $(WHEELS)/.done
+test-fast: $(STAMP) $(WHEELS)/.done $(NPM_PACKAGES)/.done
 	$(call PYTEST,-m "not e2e")
 	$(BIN)/ruff check .
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.npm_registry import npm_registry, npm_server  # noqa: F401  (fixtures for every test)
+
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS_LESSONS = FIXTURES / "cadillac_corpus" / "lessons.jsonl"
 CORPUS_BUDGETS = FIXTURES / "cadillac_corpus" / "budget_history.jsonl"

@@ -1,0 +1,112 @@
+"""React, Vite and TypeScript for real: installed by cadillac's own install step from the
+npm registry on 127.0.0.1 (:mod:`tests.npm_registry`), then built and checked in the
+sandbox as the build loop does it.
+
+Nothing here reaches a registry: the packages were downloaded by ``make test``, and the
+registry fixture fails (never skips) without them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from phases import deps
+from phases.base import PhaseContext
+from tests.npm_registry import package_json, pinned
+from tests.support import phase_context
+
+pytestmark = pytest.mark.e2e  # npm, vite and tsc, for real: left out of `make test-fast`
+
+PAGE = {
+    "package.json": json.dumps(package_json(type="module", scripts={"build": "vite build"})),
+    "index.html": '<!doctype html>\n<html><body><div id="root"></div>\n'
+    '<script type="module" src="/src/main.jsx"></script></body></html>\n',
+    "vite.config.js": "import react from '@vitejs/plugin-react'\n\n"
+    "export default { plugins: [react()] }\n",
+    "src/main.jsx": "import { createRoot } from 'react-dom/client'\nimport App from './App.jsx'\n\n"
+    "createRoot(document.getElementById('root')).render(<App />)\n",
+    "src/App.jsx": "import Greeting from './Greeting.jsx'\n\n"
+    'export default function App() {\n  return <Greeting name="world" />\n}\n',
+    "src/Greeting.jsx": "export default function Greeting({ name }) {\n"
+    "  return <h1>Hello, {name}</h1>\n}\n",
+}
+"""A React + Vite page whose ``App.jsx`` imports a component of its own."""
+
+TS_LIBRARY = {
+    "package.json": json.dumps(
+        {
+            "name": "sums",
+            "private": True,
+            "type": "module",
+            "devDependencies": {n: pinned()[n] for n in ("typescript", "tsx")},
+        }
+    ),
+    "tsconfig.json": json.dumps(
+        {
+            "compilerOptions": {
+                "strict": True,
+                "target": "es2022",
+                "module": "nodenext",
+                "noEmit": True,
+            },
+            "include": ["src"],
+        }
+    ),
+    "src/sum.ts": "export function sum(values: number[]): number {\n"
+    "  return values.reduce((a, b) => a + b, 0)\n}\n",
+    "src/index.ts": "import { sum } from './sum.js'\n\n"
+    "export const total: number = sum([1, 2, 3])\n",
+}
+"""A TypeScript library: ``index.ts`` uses ``sum.ts`` as its types say."""
+
+
+def project(tmp_path: Path, files: dict[str, str], stack: list[str], cache: Path) -> PhaseContext:
+    """A workspace with these files and a plan naming them."""
+    ws = tmp_path / "ws"
+    for name, text in files.items():
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        (ws / name).write_text(text)
+    plan = {
+        "summary": "a small project",
+        "stack": stack,
+        "files": sorted(files),
+        "dependencies": [],
+        "test_command": "true",
+        "run_command": "true",
+    }
+    (ws / "plan.json").write_text(json.dumps(plan))
+    return phase_context(ws, cache)
+
+
+def installed(ctx: PhaseContext) -> float:
+    """Run cadillac's deps phase (its npm install from the registry); the seconds it took."""
+    start = time.monotonic()
+    result = deps.PHASE.check(ctx)
+    assert result.passed, result.for_model()
+    return time.monotonic() - start
+
+
+# ------------------------------------------------------------------------- the registry
+def test_cadillacs_install_takes_every_package_from_the_registry_on_loopback(
+    tmp_path, shared_cache, npm_registry
+):
+    ctx = project(tmp_path, PAGE, ["react", "vite"], shared_cache)
+    installed(ctx)
+    root = ctx.workspace.root
+    for name, version in pinned().items():
+        got = json.loads((root / "node_modules" / name / "package.json").read_text())
+        assert got["version"] == version
+    assert (root / "node_modules/@esbuild/linux-x64/bin/esbuild").is_file()
+    assert "react" in npm_registry.asked and "vite" in npm_registry.asked
+    assert any(p.endswith(".tgz") for p in npm_registry.asked)
+    lock = json.loads((root / "package-lock.json").read_text())
+    resolved = [e["resolved"] for e in lock["packages"].values() if "resolved" in e]
+    assert resolved and all(r.startswith(npm_registry.url) for r in resolved)
+    # esbuild's install script never ran (--ignore-scripts): its binary runs all the same
+    esbuild = json.loads((root / "node_modules/esbuild/package.json").read_text())["version"]
+    ran = ctx.run("node_modules/.bin/esbuild --version")
+    assert ran.ok and ran.output.strip().splitlines()[-1] == esbuild, ran.for_model()
