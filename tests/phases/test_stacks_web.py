@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from phases import deps
+from phases import build, deps
 from phases.base import PhaseContext
 from tests.npm_registry import package_json, pinned
 from tests.support import phase_context
@@ -110,3 +110,50 @@ def test_cadillacs_install_takes_every_package_from_the_registry_on_loopback(
     esbuild = json.loads((root / "node_modules/esbuild/package.json").read_text())["version"]
     ran = ctx.run("node_modules/.bin/esbuild --version")
     assert ran.ok and ran.output.strip().splitlines()[-1] == esbuild, ran.for_model()
+
+
+# ------------------------------------------------------------------------- React + Vite
+def test_a_page_importing_a_component_that_does_not_exist_fails_the_build_check(
+    tmp_path, shared_cache, npm_registry
+):
+    bad = {**PAGE, "src/App.jsx": PAGE["src/App.jsx"].replace("./Greeting.jsx", "./Missing.jsx")}
+    ctx = project(tmp_path / "bad", bad, ["react", "vite"], shared_cache)
+    installed(ctx)
+    result = build.PHASE.check(ctx)
+    assert not result.passed and "npm run build" in result.summary, result.for_model()
+    assert "Missing.jsx" in result.details
+    twin = project(tmp_path / "good", PAGE, ["react", "vite"], shared_cache)
+    installed(twin)
+    result = build.PHASE.check(twin)
+    assert result.passed, result.for_model()
+    assert "web (.)" in result.summary
+
+
+# ------------------------------------------------------------------------- TypeScript
+def test_a_type_error_in_a_typescript_library_fails_tsc_and_its_twin_passes(
+    tmp_path, shared_cache, npm_registry
+):
+    bad = {**TS_LIBRARY, "src/index.ts": TS_LIBRARY["src/index.ts"].replace("[1, 2, 3]", "'1'")}
+    ctx = project(tmp_path / "bad", bad, ["typescript", "node"], shared_cache)
+    installed(ctx)
+    result = build.PHASE.check(ctx)
+    assert not result.passed and "tsc --noEmit" in result.summary, result.for_model()
+    assert "error TS2345" in result.details  # '"1"' is not assignable to number[]
+    twin = project(tmp_path / "good", TS_LIBRARY, ["typescript", "node"], shared_cache)
+    installed(twin)
+    result = build.PHASE.check(twin)
+    assert result.passed, result.for_model()
+
+
+def test_tsx_runs_in_the_sandbox_wasm_memory_and_all(tmp_path, shared_cache, npm_registry):
+    """tsx (esbuild's wasm-free binary, and node's own WebAssembly for its module lexer)
+    printed 1 and exited 1 under the old address-space limit ("Cannot allocate Wasm
+    memory"); under the data limit it exits 0."""
+    ctx = project(tmp_path, TS_LIBRARY, ["typescript", "node"], shared_cache)
+    installed(ctx)
+    ran = ctx.run('node --import tsx -e "console.log(1)"')
+    assert ran.exit_code == 0 and ran.output.strip() == "1", ran.for_model()
+    ran = ctx.run(
+        "node --import tsx -e \"import('./src/index.ts').then(m => console.log(m.total))\""
+    )
+    assert ran.exit_code == 0 and ran.output.strip() == "6", ran.for_model()
