@@ -7,8 +7,8 @@ What this package decides, and why:
   React/Vite front end), :mod:`~phases.stacks.go` and :mod:`~phases.stacks.rust`. A full
   stack project is a back-end profile at the root with a web profile in ``frontend/``.
   Each profile follows the :class:`Stack` protocol. It says where it applies (the
-  folders that hold its manifest) and how its code is checked there. Later it will also
-  say how its artifact is built.
+  folders that hold its manifest), how its code is checked there, and how its artifact
+  is built and then run or served.
 * **The plan chooses.** :func:`stacks_of` reads the plan's ``stack`` tags and its
   ``files``. A ``go.mod`` makes a Go project, a ``Cargo.toml`` a Rust one, and a
   ``package.json`` with a React or Vite dependency (or a ``react``/``vite`` tag) a web
@@ -20,6 +20,14 @@ What this package decides, and why:
   statically. TypeScript: ``tsc --noEmit`` where there is a ``tsconfig.json``. Go:
   ``go vet ./...`` then ``go build ./...``. Rust: ``cargo build --offline``. A web front
   end: ``npm run build``. The first failure fails the check, with the toolchain's output.
+* **The artifact is what a user runs**, built as they would build it
+  (:func:`build_artifacts`, before the stories drive it at integrate and validate): a web
+  front end's ``npm run build`` (the page in its ``dist/``), a Go main package's ``go build
+  -o bin/NAME .`` (NAME: the module path's last element, as go names it; ``go build ./...``
+  for a module with no main package at its root), a Rust crate's ``cargo build --offline``
+  (its binaries in ``target/debug/``). Python and Node code is run as it is: no artifact.
+  Each profile's :attr:`Stack.serves` says what comes out and how it is run, and
+  :meth:`Stack.artifact_path` where it is.
 * **A run of 0 tests is not a pass.** :func:`ran_tests` reads the summary line of the
   runners it knows (pytest, unittest, node's test runner, jest, vitest, go test, cargo
   test). When that line says nothing ran, the test command fails, even though it exited 0.
@@ -46,8 +54,20 @@ class Stack(Protocol):
     guide: str
     """What a phase is told of the stack: how its dependencies, checks and tests go."""
 
+    serves: str
+    """What its artifact is and how a user runs or serves it; "" when there is none (the
+    code is run as it is)."""
+
     def check_code(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
         """The code compiles (and type-checks) here; a failing CheckResult or None."""
+        ...
+
+    def artifact(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
+        """Build what a user runs (:attr:`serves`); a failing CheckResult or None."""
+        ...
+
+    def artifact_path(self, workspace: Path) -> str:
+        """Where :meth:`artifact` puts it, relative to the workspace; "" for none."""
         ...
 
 
@@ -93,6 +113,16 @@ def check_code(ctx: PhaseContext, plan: Plan) -> CheckResult | None:
     """Every profile's code check, in order; the first failure, or None."""
     for stack in stacks_of(ctx, plan):
         failed = stack.check_code(ctx, plan)
+        if failed is not None:
+            return failed
+    return None
+
+
+def build_artifacts(ctx: PhaseContext, plan: Plan) -> CheckResult | None:
+    """Every profile's artifact, built in order (a full stack's back end, then its front
+    end); the first failure, or None."""
+    for stack in stacks_of(ctx, plan):
+        failed = stack.artifact(ctx, plan)
         if failed is not None:
             return failed
     return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 from orchestrator.sandbox.files import what_is
 from phases.base import CheckResult, PhaseContext, Plan, run_step
@@ -44,6 +45,15 @@ class NodeStack:
         "in devDependencies: the code check runs `tsc --noEmit`; every .js file must parse "
         "(`node --check`). Tests: `node --test`, or the runner package.json names."
     )
+
+    serves: str = ""
+    """Node code is run as it is (``node``, or ``tsx`` for TypeScript): nothing to build."""
+
+    def artifact(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
+        return None
+
+    def artifact_path(self, workspace: Path) -> str:
+        return ""
 
     def check_code(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
         failed = type_check(ctx, self.root)

@@ -49,6 +49,15 @@ class PythonStack:
         "tests: `python -m pytest -q` or unittest."
     )
 
+    serves: str = ""
+    """Python is run as it is (the plan's run command): nothing to build."""
+
+    def artifact(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
+        return None
+
+    def artifact_path(self, workspace: Path) -> str:
+        return ""
+
     def check_code(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
         files = ctx.workspace.files()
         failed = python_compiles(ctx, files)

@@ -9,6 +9,8 @@ registry fixture fails (never skips) without them.
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import time
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 
 from phases import build, deps
 from phases.base import PhaseContext
+from phases.stacks import build_artifacts, stacks_of
 from tests.npm_registry import package_json, pinned
 from tests.support import phase_context
 
@@ -129,6 +132,39 @@ def test_a_page_importing_a_component_that_does_not_exist_fails_the_build_check(
     assert "web (.)" in result.summary
 
 
+def test_the_pages_artifact_is_its_built_dist_folder(tmp_path, shared_cache, npm_registry):
+    ctx = project(tmp_path, PAGE, ["react", "vite"], shared_cache)
+    installed(ctx)
+    root = ctx.workspace.root
+    assert build_artifacts(ctx, ctx.plan()) is None
+    [web] = stacks_of(ctx, ctx.plan())
+    assert web.artifact_path(root) == "dist" and "dist/" in web.serves
+    page = (root / "dist/index.html").read_text()
+    script = re.search(r'src="/(assets/[^"]+\.js)"', page)
+    assert script is not None, page
+    assert "Hello, " in (root / "dist" / script.group(1)).read_text()  # the bundle holds it
+    (root / "vite.config.js").write_text(
+        "import react from '@vitejs/plugin-react'\n\n"
+        "export default { plugins: [react()], build: { outDir: 'out' } }\n"
+    )
+    shutil.rmtree(root / "dist")
+    failed = build_artifacts(ctx, ctx.plan())
+    assert failed is not None and not failed.passed
+    assert "`npm run build` made no dist/index.html" in failed.summary
+
+
+def test_a_full_stacks_front_end_is_built_in_its_folder(tmp_path, shared_cache, npm_registry):
+    files = {f"frontend/{name}": text for name, text in PAGE.items()}
+    files["app.py"] = "print('the back end')\n"
+    ctx = project(tmp_path, files, ["python", "react"], shared_cache)
+    installed(ctx)
+    found = stacks_of(ctx, ctx.plan())
+    assert [(s.name, s.root) for s in found] == [("python", "."), ("web", "frontend")]
+    assert build_artifacts(ctx, ctx.plan()) is None
+    assert found[1].artifact_path(ctx.workspace.root) == "frontend/dist"
+    assert (ctx.workspace.root / "frontend/dist/index.html").is_file()
+
+
 # ------------------------------------------------------------------------- TypeScript
 def test_a_type_error_in_a_typescript_library_fails_tsc_and_its_twin_passes(
     tmp_path, shared_cache, npm_registry
@@ -146,9 +182,9 @@ def test_a_type_error_in_a_typescript_library_fails_tsc_and_its_twin_passes(
 
 
 def test_tsx_runs_in_the_sandbox_wasm_memory_and_all(tmp_path, shared_cache, npm_registry):
-    """tsx (esbuild's wasm-free binary, and node's own WebAssembly for its module lexer)
-    printed 1 and exited 1 under the old address-space limit ("Cannot allocate Wasm
-    memory"); under the data limit it exits 0."""
+    """tsx loads a WebAssembly module lexer: under the address-space limit the sandbox had
+    (``ulimit -v``) node could not reserve its memory ("Cannot allocate Wasm memory"),
+    printed 1 and exited 1; under the data limit it exits 0."""
     ctx = project(tmp_path, TS_LIBRARY, ["typescript", "node"], shared_cache)
     installed(ctx)
     ran = ctx.run('node --import tsx -e "console.log(1)"')
