@@ -26,7 +26,7 @@ $(WHEELS)/.done: tests/fixtures/test-wheels.txt $(STAMP)
 # The npm packages the web tests install (React, Vite, TypeScript, tsx, and every transitive
 # dependency for linux-x64), from a registry on 127.0.0.1 (tests/npm_registry.py): npm
 # resolves tests/fixtures/test-npm.json here, with the real registry, and nothing runs.
-$(NPM_PACKAGES)/.done: tests/fixtures/test-npm.json $(STAMP)
+$(NPM_PACKAGES)/.done: tests/fixtures/test-npm.json tests/npm_registry.py $(STAMP)
 	$(BIN)/python -m tests.npm_registry $(NPM_PACKAGES)
 	touch $@
 

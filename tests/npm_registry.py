@@ -10,8 +10,10 @@ checked against the lock's integrity. Packages for other platforms are left out.
 :func:`npm_server` serves the folder: a packument per package, built from its tarballs' own
 ``package.json`` (versions, dependencies, optional and peer ones, ``os``/``cpu``/``libc``,
 ``bin``, ``engines``), with ``dist.tarball`` on 127.0.0.1 and ``dist.integrity``/``shasum``
-of the file served; and the tarballs. A package it does not hold (another platform's
-binary) is a 404, which npm takes as an optional dependency that cannot be had.
+of the file served; and the tarballs. The other platforms' binaries are in the packuments
+too, from the lock (:data:`OTHER_PLATFORMS`: their ``os``/``cpu`` and integrity), as on the
+real registry, so npm skips them as it would there and the lock it writes lists them; their
+tarballs are not held (a 404, never asked for).
 :func:`npm_registry` points cadillac's installs at it the way a user points npm at their
 own registry (``NPM_CONFIG_REGISTRY``, which the npm install step is given), with the
 machine's own npm configuration switched off, so what installs is what it serves. Without
@@ -41,6 +43,10 @@ REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "tests" / "fixtures" / "test-npm.json"
 CACHE = REPO / ".cache" / "test-npm"
 PLATFORM = {"os": "linux", "cpu": "x64"}
+OTHER_PLATFORMS = "other-platforms.json"
+"""The lock's entries for the packages of other platforms (name -> version -> manifest and
+integrity): their tarballs are not downloaded, but npm must see that they exist, or the
+lock file it writes lacks them and a second install (``npm ci``) finds it out of sync."""
 MANIFEST_KEYS = (
     "name",
     "version",
@@ -116,11 +122,16 @@ def download(dest: Path) -> int:
     registry = subprocess.run(
         ["npm", "config", "get", "registry"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    wanted = {}
+    wanted, elsewhere = {}, {}
     for path, entry in lock["packages"].items():
-        if not path or not _fits(entry):
+        if not path:
             continue
         name = entry.get("name") or path.rsplit("node_modules/", 1)[1]
+        if not _fits(entry):
+            kept = {k: entry[k] for k in MANIFEST_KEYS if k in entry}
+            elsewhere.setdefault(name, {})[entry["version"]] = {**kept, "name": name}
+            elsewhere[name][entry["version"]]["integrity"] = entry["integrity"]
+            continue
         target = dest / _file_name(name, entry["version"])
         if not target.exists():
             wanted[target] = (
@@ -129,6 +140,7 @@ def download(dest: Path) -> int:
             )
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda t: _fetch(*wanted[t], t), wanted))
+    (dest / OTHER_PLATFORMS).write_text(json.dumps(elsewhere, indent=1, sort_keys=True))
     return len(list(dest.glob("*.tgz")))
 
 
@@ -155,21 +167,31 @@ def _semver(version: str) -> tuple:
     return tuple(int(n) for n in main.split(".")), pre == "", pre
 
 
-def packument(name: str, versions: dict[str, tuple[Path, dict]], base: str) -> dict:
+def packument(
+    name: str, versions: dict[str, tuple[Path, dict]], base: str, elsewhere: dict | None = None
+) -> dict:
     """The registry document of ``name``: each version's manifest, its tarball's URL under
-    ``base`` and the tarball's digests."""
+    ``base`` and the tarball's digests; and the versions for other platforms
+    (``elsewhere``: their manifests and integrity from the lock, no tarball to fetch)."""
     entries = {}
+    unscoped = name.rsplit("/", 1)[-1]
     for version, (path, manifest) in versions.items():
         entry = {k: manifest[k] for k in MANIFEST_KEYS if k in manifest}
         body = path.read_bytes()
-        unscoped = name.rsplit("/", 1)[-1]
         entry["dist"] = {
             "tarball": f"{base}{name}/-/{unscoped}-{version}.tgz",
             "integrity": "sha512-" + base64.b64encode(hashlib.sha512(body).digest()).decode(),
             "shasum": hashlib.sha1(body).hexdigest(),
         }
         entries[version] = entry
-    latest = max(versions, key=_semver)
+    for version, manifest in (elsewhere or {}).items():
+        entry = {k: manifest[k] for k in MANIFEST_KEYS if k in manifest}
+        tarball = f"{base}{name}/-/{unscoped}-{version}.tgz"
+        entries[version] = {
+            **entry,
+            "dist": {"tarball": tarball, "integrity": manifest["integrity"]},
+        }
+    latest = max(entries, key=_semver)
     return {"name": name, "dist-tags": {"latest": latest}, "versions": entries}
 
 
@@ -185,12 +207,16 @@ class Registry(http.server.ThreadingHTTPServer):
         self.asked: list[str] = []
         self.documents: dict[str, bytes] = {}
         self.files: dict[str, Path] = {}
-        for name, versions in tarballs(folder).items():
-            doc = packument(name, versions, self.url)
+        held = tarballs(folder)
+        elsewhere = json.loads((folder / OTHER_PLATFORMS).read_text())
+        for name in sorted({*held, *elsewhere}):
+            versions = held.get(name, {})
+            doc = packument(name, versions, self.url, elsewhere.get(name))
             self.documents[name] = json.dumps(doc).encode()
             for version, entry in doc["versions"].items():
-                path = unquote(entry["dist"]["tarball"].removeprefix(self.url))
-                self.files[path] = versions[version][0]
+                if version in versions:
+                    path = unquote(entry["dist"]["tarball"].removeprefix(self.url))
+                    self.files[path] = versions[version][0]
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -221,6 +247,7 @@ def npm_server():
     """The registry, serving :data:`CACHE`; fails (never skips) when it was not downloaded."""
     held = tarballs() if CACHE.is_dir() else {}
     missing = [f"{n}@{v}" for n, v in pinned().items() if v not in held.get(n, {})]
+    missing += [] if (CACHE / OTHER_PLATFORMS).is_file() else [OTHER_PLATFORMS]
     assert not missing, (
         f"{', '.join(missing)} not in {CACHE}: run make test (it downloads the test npm packages)"
     )

@@ -193,3 +193,24 @@ def test_tsx_runs_in_the_sandbox_wasm_memory_and_all(tmp_path, shared_cache, npm
         "node --import tsx -e \"import('./src/index.ts').then(m => console.log(m.total))\""
     )
     assert ran.exit_code == 0 and ran.output.strip() == "6", ran.for_model()
+
+
+def test_a_second_install_and_build_reuses_the_first_ones_lock(
+    tmp_path, shared_cache, npm_registry, capsys
+):
+    """The first install writes package-lock.json (resolved on the registry the machine
+    uses); the second is ``npm ci`` from it, and passes cadillac's lock check. The wall
+    times of both, install and build, are printed (``pytest -s``)."""
+    ctx = project(tmp_path, PAGE, ["react", "vite"], shared_cache)
+    times = []
+    for _ in range(2):
+        install = installed(ctx)
+        start = time.monotonic()
+        result = build.PHASE.check(ctx)
+        assert result.passed, result.for_model()
+        times.append((install, time.monotonic() - start))
+    lock = json.loads((ctx.workspace.root / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/vite"]["resolved"].startswith(npm_registry.url)
+    with capsys.disabled():
+        for n, (install, built) in enumerate(times, 1):
+            print(f"\nweb install+build {n}: install {install:.1f}s, build check {built:.1f}s")
