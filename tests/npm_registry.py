@@ -4,8 +4,9 @@ No test reaches a registry. ``make test`` runs this module (``python -m tests.np
 .cache/test-npm``) once, as it runs ``pip download`` for the test wheels: npm resolves the
 tree of ``tests/fixtures/test-npm.json`` (``--package-lock-only --ignore-scripts``: nothing
 is installed, nothing runs), and the tarball of every locked package a linux-x64 install
-takes (esbuild's and rollup's binaries among them) is fetched from its ``resolved`` URL and
-checked against the lock's integrity. Packages for other platforms are left out.
+takes (esbuild's and rollup's binaries among them) is fetched from its ``resolved`` URL (or,
+when npm is set to leave that out, the registry's own place for it) and checked against the
+lock's integrity. Other platforms' tarballs are left out; their lock entries are kept.
 
 :func:`npm_server` serves the folder: a packument per package, built from its tarballs' own
 ``package.json`` (versions, dependencies, optional and peer ones, ``os``/``cpu``/``libc``,
