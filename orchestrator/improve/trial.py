@@ -106,8 +106,8 @@ def trial_config(executor: ExecConfig, timeout_s: float, jobs: int = 1) -> ExecC
     )
 
 
-TRIAL_WORKSPACES = 30
-"""How many builds' workspaces a trial's folder has room for (the default matrix has 22 tasks)."""
+TRIAL_WORKSPACES = 40
+"""How many builds' workspaces a trial's folder has room for (the default matrix has 31 tasks)."""
 
 
 def runtime_paths() -> list[Path]:
