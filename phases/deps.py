@@ -22,9 +22,9 @@ from orchestrator.sandbox.files import what_is
 from orchestrator.sandbox.installs import (
     DEPENDENCY_FILES,
     INSTALL_TIMEOUT_S,
-    SUBFOLDER_FILES,
     InstallError,
     install_steps,
+    subfolder_files,
 )
 from orchestrator.sandbox.venvs import make_venv
 from phases.base import CheckResult, PhaseContext, Plan, PlanPhase, run_step
@@ -34,7 +34,7 @@ def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
     root = ctx.workspace.root
     listed = plan.files if ctx.baseline is None else DEPENDENCY_FILES  # a project has its own
     declared = [n for n in DEPENDENCY_FILES if n in listed and what_is(root / n) is None]
-    folders = _subfolders(root, plan, ctx.baseline is not None)
+    folders = [] if ctx.baseline is not None else subfolder_files(root, plan.files)
     if not declared and ctx.baseline is not None:
         failed = ensure_venv(ctx, root)
         return failed or CheckResult(passed=True, summary="no dependency file: .venv made")
@@ -83,17 +83,6 @@ def said(name: str, folder: str = ".") -> str:
     if name == "go.mod":
         return f"{where}go.mod's modules downloaded"
     return f"{where}{name} installed into .venv"
-
-
-def _subfolders(root: Path, plan: Plan, enhancing: bool) -> list[tuple[str, list[str]]]:
-    """The sub-folders the plan names that hold dependency files of their own (a full
-    stack's ``frontend/package.json``), each with those files, shallowest first."""
-    found: dict[str, list[str]] = {}
-    for path in [] if enhancing else sorted(plan.files, key=lambda p: (p.count("/"), p)):
-        folder, _, name = path.replace("\\", "/").rpartition("/")
-        if folder and name in SUBFOLDER_FILES and what_is(root / path) is None:
-            found.setdefault(folder, []).append(name)
-    return list(found.items())
 
 
 PYTHONS = {"python", "python3", ".venv/bin/python", ".venv/bin/python3"}

@@ -55,6 +55,7 @@ from orchestrator.sandbox.installs import (
     InstallError,
     install_steps,
     project_env,
+    subfolder_files,
 )
 from orchestrator.sandbox.venvs import make_venv
 from phases.base import PlanError, load_plan
@@ -201,6 +202,8 @@ def _set_up(
         plan = load_plan(project)
         declared = DEPENDENCY_FILES if every_file else plan.files
         steps = install_steps(project, declared, plan.dependencies)
+        for folder, names in [] if every_file else subfolder_files(project, plan.files):
+            steps += install_steps(project, names, folder=folder)
     except (PlanError, InstallError, OSError, UnicodeDecodeError) as exc:
         return f"the project cannot be set up: {exc}"
     failed = make_venv(project / ".venv", cache_dir)

@@ -212,6 +212,17 @@ def install_steps(
     return [_issue(InstallStep(s.what, prefix + s.command, s.network, s.tool)) for s in steps]
 
 
+def subfolder_files(root: Path, files: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """The sub-folders ``files`` (a plan's) name that hold dependency files of their own (a
+    full stack's ``frontend/package.json``), each with those files, shallowest first."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(files, key=lambda p: (p.count("/"), p)):
+        folder, _, name = path.replace("\\", "/").rpartition("/")
+        if folder and name in SUBFOLDER_FILES and what_is(root / path) is None:
+            found.setdefault(folder, []).append(name)
+    return list(found.items())
+
+
 def subfolder(root: Path, folder: str) -> Path:
     """``root / folder`` when every part of ``folder`` is a real folder inside ``root``
     (checked without following links); InstallError naming the part otherwise."""
