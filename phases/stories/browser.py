@@ -23,6 +23,9 @@ What this module decides, and why:
   Playwright's own isolated world, which the page's scripts cannot patch. A console
   error, an uncaught exception, a request that failed or answered 400 or more, or a
   refused request fails the story, and each is in ``got``.
+* **The browser a person has, as far as the page can tell**: ``navigator.webdriver`` is
+  false and the user agent is Chromium's own, without ``HeadlessChrome``, so a page that
+  answers a probe differently from a person is still seen as a person sees it.
 * **A screenshot of every story**, passed or failed: ``<shots_dir>/<name>.png``, the full
   page, so a person (and the model) can see what the check saw.
 * **Serving a built front end** (:func:`serve_static`): a story with no ``start`` is served
@@ -37,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import importlib.util
+import json
 import mimetypes
 import os
 import shutil
@@ -45,6 +49,8 @@ import threading
 import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+from pydantic import ValidationError
 
 from phases.stories.schema import BrowserStep, BrowserStory
 
@@ -59,7 +65,19 @@ NO_PLAYWRIGHT = (
     "Playwright for Python is not installed for cadillac's interpreter ({error}): "
     "pip install playwright (a dependency of cadillac)"
 )
-ARGS = ("--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check")
+ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-blink-features=AutomationControlled",  # navigator.webdriver is false
+)
+USER_AGENT = (
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/{major}.0.0.0 Safari/537.36"
+)
+"""What a person's Chromium of the same version says (the headless one says
+``HeadlessChrome``)."""
 VIEWPORT = {"width": 1280, "height": 800}
 SETTLE_S = 5.0
 """After the steps, how long to wait at most for the page's requests to end."""
@@ -315,7 +333,10 @@ def drive(story: dict, base_url: str, shots_dir: str) -> dict:
     and take its screenshot in ``shots_dir``: ``{"passed", "sent", "got", "screenshot",
     "console_errors", "failed_requests", "refused"}``. Never raises for what the page, the
     browser or the machine does: each is a failed story that says why."""
-    parsed = BrowserStory.model_validate(story)
+    try:
+        parsed = BrowserStory.model_validate(story)
+    except ValidationError as exc:
+        return _result(json.dumps(story, default=str)[:2000], [f"not a browser story: {exc}"])
     url = base_url.rstrip("/") + parsed.path
     sent = _sent(parsed, url)
     try:
@@ -336,7 +357,11 @@ def drive(story: dict, base_url: str, shots_dir: str) -> dict:
                 executable_path=chromium, args=list(ARGS), timeout=60_000
             )
             try:
-                context = browser.new_context(service_workers="block", viewport=VIEWPORT)
+                context = browser.new_context(
+                    service_workers="block",
+                    viewport=VIEWPORT,
+                    user_agent=USER_AGENT.format(major=browser.version.split(".")[0]),
+                )
                 watch.attach(context)
                 page = context.new_page()
                 deadline = time.monotonic() + parsed.timeout_s

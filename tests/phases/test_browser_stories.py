@@ -189,6 +189,28 @@ def test_a_fetch_of_an_api_path_the_build_lacks_is_a_failed_request(tmp_path):
     assert "failed request: GET http://127.0.0.1:" in out["got"]
 
 
+TELLS_A_PROBE = """<!doctype html><html><body><p id="total"></p>
+<script>
+const probe = navigator.webdriver || /Headless/.test(navigator.userAgent);
+document.getElementById("total").textContent = probe ? "Total: 42" : "Total: NaN";
+</script></body></html>"""
+
+
+@pytest.mark.e2e
+def test_a_page_that_answers_a_probe_differently_is_seen_as_a_person_sees_it(tmp_path):
+    (out,) = run_stories(tmp_path, TELLS_A_PROBE, story("total", ["Total: 42"], timeout_s=2))
+    assert out["passed"] is False
+    assert "text not on the page: 'Total: 42'" in out["got"]
+    assert "Total: NaN" in out["got"]
+
+
+def test_a_story_that_is_not_a_browser_story_fails_saying_why(tmp_path):
+    out = drive({"kind": "browser", "name": "x"}, "http://127.0.0.1:9", str(tmp_path))
+    assert out["passed"] is False and out["screenshot"] is None
+    assert out["got"].startswith("not a browser story: 1 validation error")
+    assert "expect_text" in out["got"]
+
+
 # --------------------------------------------------------------------------- serving
 def get(url: str, accept: str = "*/*") -> tuple[int, bytes]:
     request = urllib.request.Request(url, headers={"Accept": accept})
