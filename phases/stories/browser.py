@@ -14,9 +14,11 @@ What this module decides, and why:
 * **Only the served app.** Every request the page makes is routed: one that is not to the
   base URL's own host and port (an outside host, a ``file://`` URL, another port, a
   WebSocket elsewhere) is aborted and listed in ``refused``. A request the route never
-  sees (``file://``, a redirect's next hop) is still listed, and the sandbox has no
-  network beyond its own loopback to carry it. Service workers are blocked, so none can
-  answer past the route.
+  sees is still listed: a ``file://`` URL, which Chromium itself refuses to a page
+  served over HTTP, and a redirect's next hop, which Chromium sends to a proxy that is
+  not there (:func:`only_to`), so it reaches no other port of the sandbox's loopback
+  either; the sandbox has no network beyond that loopback. Service workers are blocked,
+  so none can answer past the route.
 * **The story passes only on a clean page.** It opens ``base_url + path``, runs the steps
   (click, type, press, wait for; by selector) within the story's time limit, waits for
   the network to settle, then every ``expect_text`` must be in the page's text, read in
@@ -78,6 +80,9 @@ USER_AGENT = (
 )
 """What a person's Chromium of the same version says (the headless one says
 ``HeadlessChrome``)."""
+NO_PROXY = "http://127.0.0.1:1"
+"""Where Chromium sends every request but the served app's: a port no unprivileged
+process can listen on, so nothing answers there."""
 VIEWPORT = {"width": 1280, "height": 800}
 SETTLE_S = 5.0
 """After the steps, how long to wait at most for the page's requests to end."""
@@ -195,6 +200,16 @@ class Watch:
     def _console(self, message) -> None:
         if message.type == "error":
             self._add("console", self.console_errors, message.text)
+
+
+def only_to(url: str) -> list[str]:
+    """Chromium's arguments that send every request, but those to ``url``'s own host and
+    port, to a proxy that is not there (:data:`NO_PROXY`); ``<-loopback>`` takes away the
+    direct way Chromium gives every loopback address. This stops what the route never
+    sees, such as a redirect's next hop."""
+    host, port = _host_port(url).rsplit(":", 1)
+    host = f"[{host}]" if ":" in host else host
+    return [f"--proxy-server={NO_PROXY}", f"--proxy-bypass-list=<-loopback>;{host}:{port}"]
 
 
 def _host_port(url: str) -> str:
@@ -354,7 +369,7 @@ def drive(story: dict, base_url: str, shots_dir: str) -> dict:
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
-                executable_path=chromium, args=list(ARGS), timeout=60_000
+                executable_path=chromium, args=[*ARGS, *only_to(url)], timeout=60_000
             )
             try:
                 context = browser.new_context(

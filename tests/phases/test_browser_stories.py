@@ -35,9 +35,12 @@ server.shutdown()
 """
 
 
-def run_stories(tmp_path: Path, page: str, *stories: dict, files=None) -> list[dict]:
+def run_stories(
+    tmp_path: Path, page: str, *stories: dict, files=None, driver: str = DRIVER
+) -> list[dict]:
     """Serve ``page`` as ``dist/index.html`` (and ``files`` beside it) and drive each story
-    in one sandboxed command; the results, each with its ``seconds``."""
+    in one sandboxed command (the ``driver`` script); the results, each with its
+    ``seconds``."""
     ws = tmp_path / "ws"
     (ws / "dist").mkdir(parents=True)
     (ws / "dist" / "index.html").write_text(page)
@@ -45,7 +48,7 @@ def run_stories(tmp_path: Path, page: str, *stories: dict, files=None) -> list[d
         (ws / "dist" / name).write_text(text)
     (ws / "paths.json").write_text(json.dumps([str(p) for p in driver_paths()]))
     (ws / "stories.json").write_text(json.dumps(list(stories)))
-    (ws / "driver.py").write_text(DRIVER)
+    (ws / "driver.py").write_text(driver)
     python = Path(sys.executable).resolve()
     done = run_command(
         f"{python} -I -S driver.py", ws, ExecConfig(), timeout_s=300, visible=driver_paths()
@@ -168,6 +171,52 @@ def test_requests_beyond_the_served_app_are_refused_and_reported(tmp_path):
     assert "WebSocket ws://example.com/live" in out["refused"]
     assert "refused (not the served app): GET http://example.com/x" in out["got"]
     assert "refused (not the served app): GET file:///etc/passwd" in out["got"]
+
+
+REDIRECTING = """\
+import http.server, json, sys, threading, time
+sys.path[:0] = json.load(open("paths.json"))
+from phases.stories.browser import drive
+
+hits = []
+
+def serve(answer):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            status, headers, body = answer(self.path)
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        def log_message(self, *args):
+            pass
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server.server_address[1]
+
+other = serve(lambda path: hits.append(path) or (200, {}, b"the other port"))
+page = open("dist/index.html", "rb").read()
+app = serve(lambda path: (302, {"Location": "http://127.0.0.1:%d/secret" % other}, b"")
+            if path == "/go" else (200, {"Content-Type": "text/html"}, page))
+for story in json.load(open("stories.json")):
+    start = time.monotonic()
+    out = drive(story, "http://127.0.0.1:%d" % app, "shots")
+    out["seconds"] = round(time.monotonic() - start, 2)
+    out["other"], out["hits"] = other, hits
+    print("RESULT " + json.dumps(out), flush=True)
+"""
+FOLLOWS_A_REDIRECT = """<!doctype html><html><body><h1>Hi</h1>
+<script>fetch("/go").catch(() => {});</script></body></html>"""
+
+
+@pytest.mark.e2e
+def test_a_redirect_to_another_port_reaches_nothing_and_is_refused(tmp_path):
+    (out,) = run_stories(tmp_path, FOLLOWS_A_REDIRECT, story("hop", ["Hi"]), driver=REDIRECTING)
+    assert out["hits"] == [], "the redirect's next hop reached the other port"
+    assert f"GET http://127.0.0.1:{out['other']}/secret" in out["refused"]
+    assert out["passed"] is False
 
 
 CALLS_AN_API = """<!doctype html><html><body><h1>Todos</h1><ul id="items"></ul>
