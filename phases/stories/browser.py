@@ -83,6 +83,9 @@ USER_AGENT = (
 NO_PROXY = "http://127.0.0.1:1"
 """Where Chromium sends every request but the served app's: a port no unprivileged
 process can listen on, so nothing answers there."""
+PROXY_FAILED = "ERR_PROXY_CONNECTION_FAILED"
+"""How a request sent to :data:`NO_PROXY` fails. Playwright may report a redirect's next
+hop as a failure of the first request, whose URL is the app's own."""
 VIEWPORT = {"width": 1280, "height": 800}
 SETTLE_S = 5.0
 """After the steps, how long to wait at most for the page's requests to end."""
@@ -183,9 +186,14 @@ class Watch:
             self._add("refused", self.refused, f"{request.method} {request.url}")
 
     def _request_failed(self, request) -> None:
-        if self.ours(request.url):
-            why = request.failure or "failed"
-            self._add("failed", self.failed_requests, f"{request.method} {request.url}: {why}")
+        if not self.ours(request.url):
+            return  # refused already
+        why = request.failure or "failed"
+        line = f"{request.method} {request.url}"
+        if PROXY_FAILED in why:  # only what goes elsewhere is sent to the proxy
+            self._add("refused", self.refused, f"{line}: redirected beyond the served app")
+        else:
+            self._add("failed", self.failed_requests, f"{line}: {why}")
 
     def _response(self, response) -> None:
         if response.status >= 400 and self.ours(response.url):

@@ -173,33 +173,54 @@ def test_requests_beyond_the_served_app_are_refused_and_reported(tmp_path):
     assert "refused (not the served app): GET file:///etc/passwd" in out["got"]
 
 
-REDIRECTING = """\
-import http.server, json, sys, threading, time
+APP_SERVER = """\
+import base64, hashlib, http.server, json, sys, threading, time
 sys.path[:0] = json.load(open("paths.json"))
 from phases.stories.browser import drive
 
 hits = []
+GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
-def serve(answer):
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            status, headers, body = answer(self.path)
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
+class Other(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        hits.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+
+class App(Other):  # /go redirects to the other port, /live is a WebSocket saying hello
+    def do_GET(self):
+        if self.path == "/go":
+            self.send_response(302)
+            self.send_header("Location", "http://127.0.0.1:%d/secret" % other)
             self.end_headers()
-            self.wfile.write(body)
-        def log_message(self, *args):
-            pass
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        elif self.path == "/live":
+            key = self.headers["Sec-WebSocket-Key"] + GUID
+            accept = base64.b64encode(hashlib.sha1(key.encode()).digest()).decode()
+            self.send_response(101)
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            self.send_header("Sec-WebSocket-Accept", accept)
+            self.end_headers()
+            self.wfile.write(b"\\x81\\x05hello")
+            self.wfile.flush()
+            self.rfile.read(2)
+        else:
+            page = open("dist/index.html", "rb").read()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+def serve(handler):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server.server_address[1]
 
-other = serve(lambda path: hits.append(path) or (200, {}, b"the other port"))
-page = open("dist/index.html", "rb").read()
-app = serve(lambda path: (302, {"Location": "http://127.0.0.1:%d/secret" % other}, b"")
-            if path == "/go" else (200, {"Content-Type": "text/html"}, page))
+other, app = serve(Other), serve(App)
 for story in json.load(open("stories.json")):
     start = time.monotonic()
     out = drive(story, "http://127.0.0.1:%d" % app, "shots")
@@ -213,10 +234,28 @@ FOLLOWS_A_REDIRECT = """<!doctype html><html><body><h1>Hi</h1>
 
 @pytest.mark.e2e
 def test_a_redirect_to_another_port_reaches_nothing_and_is_refused(tmp_path):
-    (out,) = run_stories(tmp_path, FOLLOWS_A_REDIRECT, story("hop", ["Hi"]), driver=REDIRECTING)
+    (out,) = run_stories(tmp_path, FOLLOWS_A_REDIRECT, story("hop", ["Hi"]), driver=APP_SERVER)
     assert out["hits"] == [], "the redirect's next hop reached the other port"
-    assert f"GET http://127.0.0.1:{out['other']}/secret" in out["refused"]
+    hop = f"GET http://127.0.0.1:{out['other']}/secret"  # or, as Playwright may tell it:
+    first = f"GET {out['sent'].split()[1].rstrip('/')}/go: redirected beyond the served app"
+    assert hop in out["refused"] or first in out["refused"], out["refused"]
+    assert not any("/go" in line for line in out["failed_requests"]), out["failed_requests"]
     assert out["passed"] is False
+
+
+LIVE = """<!doctype html><html><body><h1 id="state">waiting</h1><script>
+const socket = new WebSocket("ws://" + location.host + "/live");
+socket.onmessage = (event) => {
+  document.getElementById("state").textContent = "live: " + event.data;
+};
+</script></body></html>"""
+
+
+@pytest.mark.e2e
+def test_the_apps_own_websocket_goes_through(tmp_path):
+    (out,) = run_stories(tmp_path, LIVE, story("live", ["live: hello"]), driver=APP_SERVER)
+    assert out["passed"] is True, out["got"]
+    assert out["refused"] == []
 
 
 CALLS_AN_API = """<!doctype html><html><body><h1>Todos</h1><ul id="items"></ul>
