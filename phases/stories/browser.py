@@ -4,8 +4,8 @@ reports what the page did.
 What this module decides, and why:
 
 * **The system's Chromium, driven by Playwright for Python.** :func:`drive` runs inside
-  the sandbox, in the story driver's process (cadillac's own interpreter; the folders it
-  must see are :func:`driver_paths`). It launches the Chromium the machine has
+  the sandbox, in the story driver's process (cadillac's own interpreter; the modules it
+  must see, and only those, are :func:`driver_paths`). It launches the Chromium the machine has
   (:func:`find_chromium`), never a browser Playwright downloads: ``PLAYWRIGHT_BROWSERS_PATH``
   points at nothing. With no system Chromium, or no Playwright, the story fails with one
   line that says what to install. Chromium runs with ``--no-sandbox``: bubblewrap is the
@@ -50,6 +50,7 @@ import stat
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from pydantic import ValidationError
@@ -118,20 +119,32 @@ def find_chromium() -> str | None:
     return None
 
 
-def driver_paths() -> list[Path]:
-    """The folders the story driver's interpreter must see, and put on ``sys.path``, to
-    import this module and run :func:`drive` (cadillac's source and its installed
-    packages), each once."""
-    roots: list[Path] = []
+class DriverPaths(NamedTuple):
+    """What the story driver's interpreter needs to import this module and run
+    :func:`drive`: each module's own folder (or file) to make visible in the sandbox, and
+    the folders holding them to put on ``sys.path``. Only these are shown, never the whole
+    ``site-packages`` or a checkout of cadillac (which may hold a ``.env`` with keys)."""
+
+    visible: list[Path]
+    sys_path: list[Path]
+
+
+def driver_paths() -> DriverPaths:
+    """:class:`DriverPaths` for :data:`DRIVER_MODULES`, as cadillac's interpreter finds them."""
+    visible: list[Path] = []
+    holders: list[Path] = []
     for name in DRIVER_MODULES:
         spec = importlib.util.find_spec(name)
         if spec is None or not spec.origin:
             continue
-        origin = Path(spec.origin).resolve()
-        root = origin.parents[1] if origin.name == "__init__.py" else origin.parent
-        if root not in roots:
-            roots.append(root)
-    return roots
+        own = Path(spec.origin).resolve()
+        if spec.submodule_search_locations:
+            own = own.parent
+        if own not in visible:
+            visible.append(own)
+        if own.parent not in holders:
+            holders.append(own.parent)
+    return DriverPaths(visible, holders)
 
 
 # ------------------------------------------------------------------------------ driving

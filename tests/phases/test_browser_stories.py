@@ -46,12 +46,13 @@ def run_stories(
     (ws / "dist" / "index.html").write_text(page)
     for name, text in (files or {}).items():
         (ws / "dist" / name).write_text(text)
-    (ws / "paths.json").write_text(json.dumps([str(p) for p in driver_paths()]))
+    paths = driver_paths()
+    (ws / "paths.json").write_text(json.dumps([str(p) for p in paths.sys_path]))
     (ws / "stories.json").write_text(json.dumps(list(stories)))
     (ws / "driver.py").write_text(driver)
     python = Path(sys.executable).resolve()
     done = run_command(
-        f"{python} -I -S driver.py", ws, ExecConfig(), timeout_s=300, visible=driver_paths()
+        f"{python} -I -S driver.py", ws, ExecConfig(), timeout_s=300, visible=paths.visible
     )
     results = [
         json.loads(line[len("RESULT ") :])
@@ -88,6 +89,16 @@ def test_no_chromium_fails_the_story_with_one_line_saying_what_to_install(tmp_pa
         "no system Chromium found (looked for no-such-chromium): install it "
         "(apt-get install chromium); cadillac never downloads a browser"
     )
+
+
+def test_the_driver_is_shown_its_modules_and_nothing_else_of_cadillac():
+    visible, sys_path = driver_paths()
+    root = Path(__file__).resolve().parents[2]
+    assert root / "phases" in visible and root in sys_path
+    assert root not in visible  # not the checkout (its .env, its runs)
+    playwright = next(p for p in visible if p.name == "playwright")
+    assert playwright.is_dir() and playwright.parent in sys_path
+    assert playwright.parent not in visible  # not the whole site-packages
 
 
 # --------------------------------------------------------------------------- in the sandbox
