@@ -20,9 +20,10 @@ What this module decides, and why:
   either; the sandbox has no network beyond that loopback. Service workers are blocked,
   so none can answer past the route.
 * **The story passes only on a clean page.** It opens ``base_url + path``, runs the steps
-  (click, type, press, wait for; by selector) within the story's time limit, waits for
-  the network to settle, then every ``expect_text`` must be in the page's text, read in
-  Playwright's own isolated world, which the page's scripts cannot patch. A console
+  (click, type, press, wait for; by selector) within the story's time limit, waits until
+  no request is in flight (one a step started too), then every ``expect_text`` must be
+  in the page's text, read in Playwright's own isolated world, which the page's scripts
+  cannot patch. A console
   error, an uncaught exception, a request that failed or answered 400 or more, or a
   refused request fails the story, and each is in ``got``.
 * **The browser a person has, as far as the page can tell**: ``navigator.webdriver`` is
@@ -90,6 +91,8 @@ hop as a failure of the first request, whose URL is the app's own."""
 VIEWPORT = {"width": 1280, "height": 800}
 SETTLE_S = 5.0
 """After the steps, how long to wait at most for the page's requests to end."""
+QUIET_S = 0.5
+"""How long no request may be in flight for the page to count as settled."""
 KEPT = 20
 """Console errors, failed and refused requests kept of each kind; the rest are counted."""
 PAGE_TEXT_CHARS = 1500
@@ -158,6 +161,7 @@ class Watch:
         self.failed_requests: list[str] = []
         self.refused: list[str] = []
         self.counts = {"console": 0, "failed": 0, "refused": 0}
+        self.in_flight: set = set()
 
     def ours(self, url: str) -> bool:
         parts = urlsplit(url)
@@ -176,6 +180,7 @@ class Watch:
         context.route("**/*", self._route)
         context.route_web_socket("**/*", self._socket)
         context.on("request", self._request)
+        context.on("requestfinished", self._request_finished)
         context.on("requestfailed", self._request_failed)
         context.on("response", self._response)
         context.on("console", self._console)
@@ -195,10 +200,15 @@ class Watch:
             socket.close()
 
     def _request(self, request) -> None:
+        self.in_flight.add(request)
         if not self.ours(request.url):
             self._add("refused", self.refused, f"{request.method} {request.url}")
 
+    def _request_finished(self, request) -> None:
+        self.in_flight.discard(request)
+
     def _request_failed(self, request) -> None:
+        self.in_flight.discard(request)
         if not self.ours(request.url):
             return  # refused already
         why = request.failure or "failed"
@@ -282,7 +292,25 @@ def _page_text(page) -> str:
     return page.locator("body").inner_text(timeout=READ_MS)
 
 
-def _walk(page, story: BrowserStory, url: str, deadline: float) -> tuple[list[str], str]:
+def _settle(page, watch: Watch, until: float) -> None:
+    """Wait until no request of the page has been in flight for :data:`QUIET_S` (one a
+    step started too, which the page's ``networkidle``, reached once, would not wait
+    for), or until ``until``."""
+    quiet_since = None
+    while time.monotonic() < until:
+        now = time.monotonic()
+        if watch.in_flight:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= QUIET_S:
+            return
+        page.wait_for_timeout(50)  # the page's events are handled meanwhile
+
+
+def _walk(
+    page, watch: Watch, story: BrowserStory, url: str, deadline: float
+) -> tuple[list[str], str]:
     """Open the page, run the steps, wait for the expected text: (what went wrong, the
     page's text)."""
     from playwright.sync_api import Error
@@ -299,8 +327,7 @@ def _walk(page, story: BrowserStory, url: str, deadline: float) -> tuple[list[st
             _step(page, step, left_ms())
         except Error as exc:
             return [f"step {n} ({_said(step)}) failed: {_first_line(exc)}"], _text_or(page)
-    with contextlib.suppress(Error):
-        page.wait_for_load_state("networkidle", timeout=min(left_ms(), SETTLE_S * 1000))
+    _settle(page, watch, min(deadline, time.monotonic() + SETTLE_S))
     while True:
         try:
             text = _page_text(page)
@@ -401,7 +428,7 @@ def drive(story: dict, base_url: str, shots_dir: str) -> dict:
                 watch.attach(context)
                 page = context.new_page()
                 deadline = time.monotonic() + parsed.timeout_s
-                problems, text = _walk(page, parsed, url, deadline)
+                problems, text = _walk(page, watch, parsed, url, deadline)
                 shot, why = _screenshot(page, shots / f"{parsed.name}.png")
                 if why:
                     problems.append(why)

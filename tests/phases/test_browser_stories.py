@@ -200,9 +200,14 @@ class Other(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-class App(Other):  # /go redirects to the other port, /live is a WebSocket saying hello
-    def do_GET(self):
-        if self.path == "/go":
+class App(Other):  # /go redirects to the other port, /live is a WebSocket saying hello,
+    def do_GET(self):  # /slow answers 404 after a second
+        if self.path == "/slow":
+            time.sleep(1)
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif self.path == "/go":
             self.send_response(302)
             self.send_header("Location", "http://127.0.0.1:%d/secret" % other)
             self.end_headers()
@@ -267,6 +272,27 @@ def test_the_apps_own_websocket_goes_through(tmp_path):
     (out,) = run_stories(tmp_path, LIVE, story("live", ["live: hello"]), driver=APP_SERVER)
     assert out["passed"] is True, out["got"]
     assert out["refused"] == []
+
+
+LATE = """<!doctype html><html><body><p id="ready"></p><p id="said"></p><button>Save</button>
+<script>
+setTimeout(() => { document.getElementById("ready").textContent = "ready"; }, 1000);
+document.querySelector("button").onclick = () => {
+  document.getElementById("said").textContent = "saving";
+  fetch("/slow").catch(() => {});
+};
+</script></body></html>"""
+
+
+@pytest.mark.e2e
+def test_a_request_a_step_starts_is_waited_for(tmp_path):
+    steps = [
+        {"action": "wait_for", "selector": "#ready", "text": "ready"},
+        {"action": "click", "selector": "button"},
+    ]
+    (out,) = run_stories(tmp_path, LATE, story("save", ["saving"], steps), driver=APP_SERVER)
+    assert out["passed"] is False
+    assert any(line.endswith("/slow -> 404") for line in out["failed_requests"]), out["got"]
 
 
 CALLS_AN_API = """<!doctype html><html><body><h1>Todos</h1><ul id="items"></ul>
