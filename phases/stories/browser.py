@@ -315,8 +315,8 @@ def _walk(
     page's text)."""
     from playwright.sync_api import Error
 
-    def left_ms() -> float:
-        return max(deadline - time.monotonic(), 0.001) * 1000
+    def left_ms() -> int:  # whole milliseconds: Playwright's errors say them
+        return max(round((deadline - time.monotonic()) * 1000), 1)
 
     try:
         page.goto(url, wait_until="load", timeout=left_ms())
