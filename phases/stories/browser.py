@@ -56,6 +56,7 @@ from urllib.parse import unquote, urlsplit
 
 from pydantic import ValidationError
 
+from orchestrator.sandbox import files
 from phases.stories.schema import BrowserStep, BrowserStory
 
 CHROMIUM = ("/usr/lib/chromium/chromium", "chromium", "chromium-browser", "google-chrome")
@@ -102,6 +103,7 @@ LOCAL_SCHEMES = ("data", "blob", "about")
 """URLs that load nothing from anywhere (an inline image, a blob the page made)."""
 DRIVER_MODULES = (
     "phases",
+    "orchestrator",
     "playwright",
     "greenlet",
     "pydantic",
@@ -347,9 +349,10 @@ def _text_or(page) -> str:
 
 
 def _screenshot(page, path: Path) -> tuple[str | None, str | None]:
-    """(the screenshot's path, or None and why it could not be taken)."""
+    """(the screenshot's path, or None and why it could not be taken). Written anew, never
+    through a link a process of the sandbox put at its name."""
     try:
-        page.screenshot(path=str(path), full_page=True, timeout=15_000)
+        files.replace_file(path, page.screenshot(full_page=True, timeout=15_000), durable=False)
     except Exception as exc:  # any failure here is reported, never raised
         return None, f"no screenshot: {_first_line(exc)}"
     return str(path), None
@@ -500,10 +503,8 @@ class _Static(http.server.BaseHTTPRequestHandler):
         found = resolve(self.root, self.path, page)
         data = None
         if found is not None:
-            with contextlib.suppress(OSError):
-                fd = os.open(found, os.O_RDONLY | os.O_NOFOLLOW)
-                with os.fdopen(fd, "rb") as f:
-                    data = f.read()
+            with contextlib.suppress(OSError):  # swapped for a link or a FIFO meanwhile
+                data = files.read_regular(found)
         if data is None:
             self.send_error(404, "Not Found")
             return

@@ -95,7 +95,8 @@ def test_no_chromium_fails_the_story_with_one_line_saying_what_to_install(tmp_pa
 def test_the_driver_is_shown_its_modules_and_nothing_else_of_cadillac():
     visible, sys_path = driver_paths()
     root = Path(__file__).resolve().parents[2]
-    assert root / "phases" in visible and root in sys_path
+    assert root / "phases" in visible and root / "orchestrator" in visible
+    assert root in sys_path
     assert root not in visible  # not the checkout (its .env, its runs)
     playwright = next(p for p in visible if p.name == "playwright")
     assert playwright.is_dir() and playwright.parent in sys_path
@@ -129,12 +130,15 @@ def test_a_click_that_changes_the_text_passes_with_a_screenshot(tmp_path):
     missing = story(
         "no-button", ["Count: 1"], [{"action": "click", "selector": "#nope"}], timeout_s=2
     )
+    (tmp_path / "ws" / "shots").mkdir(parents=True)
+    (tmp_path / "ws" / "shots" / "counter.png").symlink_to(tmp_path / "ws" / "planted")
     out, bad, gone = run_stories(tmp_path, COUNTER, good, wrong, missing)
     assert out["passed"] is True, out["got"]
     assert out["console_errors"] == out["failed_requests"] == out["refused"] == []
     assert shot_of(out).name == "counter.png"
     shot = tmp_path / "ws" / "shots" / "counter.png"
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not shot.is_symlink() and not (tmp_path / "ws" / "planted").exists()
     assert "open http://127.0.0.1:" in out["sent"] and "click '#add'" in out["sent"]
     # the same page, where the expected text never comes, or a step cannot be done
     assert bad["passed"] is False
