@@ -77,6 +77,7 @@ def shot_of(result: dict) -> Path:
 
 
 # --------------------------------------------------------------------------- the machine
+@pytest.mark.e2e
 def test_the_system_chromium_is_there():
     assert find_chromium(), "no system Chromium: .ci/run installs it (apt-get install chromium)"
     import playwright  # noqa: F401 (a dependency of cadillac)
