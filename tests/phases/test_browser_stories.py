@@ -72,8 +72,7 @@ def story(name: str, expect: list[str], steps=(), **more) -> dict:
 
 def shot_of(result: dict) -> Path:
     assert result["screenshot"], result
-    shot = Path(result["screenshot"])
-    return shot
+    return Path(result["screenshot"])
 
 
 # --------------------------------------------------------------------------- the machine
