@@ -83,11 +83,11 @@ USER_AGENT = (
 )
 """What a person's Chromium of the same version says (the headless one says
 ``HeadlessChrome``)."""
-NO_PROXY = "http://127.0.0.1:1"
+DEAD_PROXY = "http://127.0.0.1:1"
 """Where Chromium sends every request but the served app's: a port no unprivileged
 process can listen on, so nothing answers there."""
 PROXY_FAILED = "ERR_PROXY_CONNECTION_FAILED"
-"""How a request sent to :data:`NO_PROXY` fails. Playwright may report a redirect's next
+"""How a request sent to :data:`DEAD_PROXY` fails. Playwright may report a redirect's next
 hop as a failure of the first request, whose URL is the app's own."""
 VIEWPORT = {"width": 1280, "height": 800}
 SETTLE_S = 5.0
@@ -237,12 +237,12 @@ class Watch:
 
 def only_to(url: str) -> list[str]:
     """Chromium's arguments that send every request, but those to ``url``'s own host and
-    port, to a proxy that is not there (:data:`NO_PROXY`); ``<-loopback>`` takes away the
+    port, to a proxy that is not there (:data:`DEAD_PROXY`); ``<-loopback>`` takes away the
     direct way Chromium gives every loopback address. This stops what the route never
     sees, such as a redirect's next hop."""
     host, port = _host_port(url).rsplit(":", 1)
     host = f"[{host}]" if ":" in host else host
-    return [f"--proxy-server={NO_PROXY}", f"--proxy-bypass-list=<-loopback>;{host}:{port}"]
+    return [f"--proxy-server={DEAD_PROXY}", f"--proxy-bypass-list=<-loopback>;{host}:{port}"]
 
 
 def _host_port(url: str) -> str:
@@ -333,12 +333,15 @@ def _walk(
     while True:
         try:
             text = _page_text(page)
-        except Error as exc:
-            return [f"reading the page's text failed: {_first_line(exc)}"], ""
+        except Error as exc:  # the page is between two documents: again, in time
+            if time.monotonic() >= deadline:
+                return [f"reading the page's text failed: {_first_line(exc)}"], ""
+            page.wait_for_timeout(100)
+            continue
         missing = [t for t in story.expect_text if t not in text]
         if not missing or time.monotonic() >= deadline:
             return [f"text not on the page: {t!r}" for t in missing], text
-        time.sleep(0.1)
+        page.wait_for_timeout(100)
 
 
 def _text_or(page) -> str:
