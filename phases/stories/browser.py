@@ -5,12 +5,14 @@ What this module decides, and why:
 
 * **The system's Chromium, driven by Playwright for Python.** :func:`drive` runs inside
   the sandbox, in the story driver's process (cadillac's own interpreter; the modules it
-  must see, and only those, are :func:`driver_paths`). It launches the Chromium the machine has
-  (:func:`find_chromium`), never a browser Playwright downloads: ``PLAYWRIGHT_BROWSERS_PATH``
-  points at nothing. With no system Chromium, or no Playwright, the story fails with one
-  line that says what to install. Chromium runs with ``--no-sandbox``: bubblewrap is the
-  sandbox, and Chromium's own needs namespaces and a setuid helper the sandbox does not
-  give; the sandbox's ``/dev/shm`` and ``/tmp`` (its ``HOME``) are enough for the rest.
+  must see, and only those, are :func:`driver_paths`). It launches the Chromium the
+  machine has (:func:`find_chromium`), never a browser Playwright downloads:
+  ``PLAYWRIGHT_BROWSERS_PATH`` points at nothing. With no system Chromium, or no
+  Playwright, the story fails with one line that says what to install. Chromium runs
+  with ``--no-sandbox``: bubblewrap is the sandbox. Chromium's own would need user
+  namespaces inside it, which not every host gives, and would keep the page's scripts
+  from nothing the project's own code in the sandbox (its server) cannot reach already.
+  The sandbox's ``/dev/shm`` and ``/tmp`` (its ``HOME``) are all Chromium needs besides.
 * **Only the served app.** Every request the page makes is routed: one that is not to the
   base URL's own host and port (an outside host, a ``file://`` URL, another port, a
   WebSocket elsewhere) is aborted and listed in ``refused``. A request the route never
@@ -23,9 +25,8 @@ What this module decides, and why:
   (click, type, press, wait for; by selector) within the story's time limit, waits until
   no request is in flight (one a step started too), then every ``expect_text`` must be
   in the page's text, read in Playwright's own isolated world, which the page's scripts
-  cannot patch. A console
-  error, an uncaught exception, a request that failed or answered 400 or more, or a
-  refused request fails the story, and each is in ``got``.
+  cannot patch. A console error, an uncaught exception, a request that failed or
+  answered 400 or more, or a refused request fails the story, and each is in ``got``.
 * **The browser a person has, as far as the page can tell**: ``navigator.webdriver`` is
   false and the user agent is Chromium's own, without ``HeadlessChrome``, so a page that
   answers a probe differently from a person is still seen as a person sees it.
@@ -163,6 +164,7 @@ class Watch:
         self.failed_requests: list[str] = []
         self.refused: list[str] = []
         self.counts = {"console": 0, "failed": 0, "refused": 0}
+        self.seen: set[tuple[str, str]] = set()
         self.in_flight: set = set()
 
     def ours(self, url: str) -> bool:
@@ -172,8 +174,9 @@ class Watch:
         return parts.scheme in ("http", "https", "ws", "wss") and _host_port(url) == self.origin
 
     def _add(self, kind: str, into: list[str], line: str) -> None:
-        if line in into:
+        if (kind, line) in self.seen:
             return
+        self.seen.add((kind, line))
         self.counts[kind] += 1
         if len(into) < KEPT:
             into.append(line)
