@@ -1,6 +1,6 @@
 """The gate's truth (issue 23): every defective project of the gate set is refused by the
 phase that must refuse it, every clean twin passes, and each defect is one its own tests and
-smoke run miss.
+smoke run miss; and the per-stack wall time's split (``benchmarks/stack_times.py``).
 
 The set is ``tests/fixtures/gate``; each project goes through cadillac's install and the
 real checks of build, integrate and validate (``benchmarks/gate_truth.py``, the harness
@@ -26,15 +26,18 @@ pytestmark = pytest.mark.e2e  # go, cargo and node, for real: left out of `make 
 HARNESS = Path(__file__).resolve().parents[2] / "benchmarks" / "gate_truth.py"
 
 
-def _harness():
-    spec = importlib.util.spec_from_file_location("gate_truth", HARNESS)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gate_truth", module)  # pydantic resolves its annotations there
-    spec.loader.exec_module(module)
-    return sys.modules["gate_truth"]
+def _load(name: str):
+    """``benchmarks/NAME.py`` as the module ``NAME`` (pydantic resolves annotations there,
+    and stack_times imports gate_truth by that name)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HARNESS.with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
-gate = _harness()
+gate = _load("gate_truth")
 WAITING = pytest.mark.xfail(strict=True, reason="needs storyrun/web")
 """On this branch only: the stories are not run yet (storyrun, browser), and the tests' npm
 registry is not there (web). The merger removes these marks."""
@@ -112,3 +115,26 @@ def test_the_table_counts_the_verdicts():
     shown = gate.table([right, wrong, broken])
     assert shown.endswith("1/3 defects refused, 2/3 twins passed")
     assert "| a | go | yes | yes | build: s | 2.0 |" in shown
+
+
+# ------------------------------------------------------------------- per stack wall time
+def test_stack_times_splits_a_builds_time_and_warm_caches_are_faster(tmp_path):
+    times = _load("stack_times")
+    cold, fresh, same = times.measure("python", tmp_path)
+    assert [t.run for t in (cold, fresh, same)] == ["cold", "new project", "same project"]
+    assert all(t.passed for t in (cold, fresh, same))
+    for t in (cold, fresh, same):
+        assert t.parts["checks"] > 0 and t.parts["tests"] > 0 and t.parts["smoke run"] > 0
+        assert abs(sum(t.parts.values()) - t.seconds) < 0.05, t
+    tests = [c for c in cold.commands if c[1] == "python -m unittest discover -s tests -t ."]
+    assert [c[0] for c in tests] == ["build", "validate"]
+    assert cold.parts["venv"] > 5 * fresh.parts["venv"], (cold.parts, fresh.parts)
+
+
+def test_each_command_is_counted_in_its_part():
+    part = _load("stack_times").part_of
+    assert part("deps", "npm ci", "t", "r") == "installs"
+    assert part("build", "t", "t", "r") == part("validate", "t", "t", "r") == "tests"
+    assert part("integrate", "r", "t", "r") == "smoke run"
+    assert part("build", "go vet ./...", "t", "r") == "checks"
+    assert part("integrate", "npm run build", "t", "r") == "stories"
