@@ -48,6 +48,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "gate"
 GATE = (build.PHASE, integrate.PHASE, validate.PHASE)
 """The checks a project's code must pass once it is written, in the build's order."""
 INSTALL = "deps"
+DETAILS = 4000
 
 OnCommand = Callable[[str, str, float], None]
 """on_command(phase, command, seconds): told of every command a project's checks run."""
@@ -63,6 +64,8 @@ class Pair(BaseModel):
     """The defect, in a line."""
     refused_by: str
     """The phase whose check must refuse it."""
+    says: str = ""
+    """What its refusal must say (its summary or details), where that is known here."""
     needs: list[str] = Field(default_factory=list)
     """What that check needs that may be missing on a branch: storyrun, browser, web."""
 
@@ -76,6 +79,8 @@ class Outcome(BaseModel):
     check: str = ""
     """The phase whose check failed (``deps`` when the install did); "" when all passed."""
     summary: str
+    details: str = ""
+    """The failed check's details, cut to :data:`DETAILS`."""
     seconds: float
     phases: dict[str, float] = Field(default_factory=dict)
     """Seconds per phase, the install (``deps``) included."""
@@ -91,7 +96,9 @@ class Verdict(BaseModel):
 
     @property
     def refused(self) -> bool:
-        return self.defect.installed and not self.defect.passed
+        """Refused by a check of the gate, saying what the pair says it must."""
+        said = f"{self.defect.summary}\n{self.defect.details}"
+        return self.defect.installed and not self.defect.passed and self.pair.says in said
 
     @property
     def twin_passed(self) -> bool:
@@ -148,6 +155,7 @@ def check_project(ws: Path, cache: Path | None, on_command: OnCommand | None = N
                 passed=False,
                 check=step.name,
                 summary=result.summary,
+                details=result.details[:DETAILS],
                 seconds=round(time.perf_counter() - start, 2),
                 phases=spent,
             )

@@ -87,7 +87,9 @@ def test_the_set_spans_the_stacks_and_each_project_is_whole():
 def test_the_defect_is_refused_by_its_phase(name, tmp_path, shared_cache):
     outcome = gate.run_project(gate.FIXTURES / name / "defect", tmp_path / "p", shared_cache)
     assert outcome.installed and not outcome.passed, outcome
-    assert outcome.check == gate.pair_of(name).refused_by, outcome
+    pair = gate.pair_of(name)
+    assert outcome.check == pair.refused_by, outcome
+    assert pair.says in f"{outcome.summary}\n{outcome.details}", outcome  # for its defect
 
 
 @pytest.mark.parametrize("name", cases("twin"))
@@ -111,7 +113,9 @@ def test_the_table_counts_the_verdicts():
     wrong = gate.Verdict(name="b", pair=pair, defect=outcome(True), twin=outcome(False, "build"))
     unset = gate.Outcome(installed=False, passed=False, check="deps", summary="s", seconds=1)
     broken = gate.Verdict(name="c", pair=pair, defect=unset, twin=outcome(True))
-    assert [v.right for v in (right, wrong, broken)] == [True, False, False]
+    elsewhere = pair.model_copy(update={"says": "load_items"})
+    other = gate.Verdict(name="d", pair=elsewhere, defect=outcome(False, "build"), twin=right.twin)
+    assert [v.right for v in (right, wrong, broken, other)] == [True, False, False, False]
     shown = gate.table([right, wrong, broken])
     assert shown.endswith("1/3 defects refused, 2/3 twins passed")
     assert "| a | go | yes | yes | build: s | 2.0 |" in shown
