@@ -146,6 +146,7 @@ def project_env(root: Path) -> dict[str, str]:
         "PIP_ROOT_USER_ACTION": "ignore",
         "CARGO_HOME": str(root / ".cargo-home"),
         "GOPATH": str(root / ".gopath"),
+        "GOCACHE": str(root / ".gopath" / "build-cache"),  # kept from one command to the next
         "GOFLAGS": "-mod=mod",
         "GOVCS": "*:off",  # modules come from the module proxy: go never runs git or hg
         "GOTOOLCHAIN": "local",  # the go on the host's PATH, never one go.mod asks to fetch
