@@ -284,7 +284,7 @@ def test_a_stopped_enhance_build_resumes_from_its_last_phase_commit(home, user_r
     edits are discarded and listed, not applied twice), and the branch ends with exactly
     the change a run that was never stopped makes."""
     before = snapshot(user_repo)
-    code, stopped = enhance(home, user_repo, "honest", "--max-tokens", "12000")
+    code, stopped = enhance(home, user_repo, "honest", "--max-tokens", "16000")
     assert code == 1 and stopped["status"] == "stopped", stopped["reason"]
     assert [p["phase"] for p in stopped["phases"]] == ["plan", "deps", "scaffold"]
     run = home / "runs" / stopped["run_id"]
