@@ -7,6 +7,8 @@ validate checks run them (``tests.support.phase_context``).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import time
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sandbox.signing import JUDGE_PYTHON
+from orchestrator.sandbox.signing import JUDGE_PYTHON, last_report, new_key
 from phases import plan as plan_phase
 from phases.base import PhaseContext
 from phases.stories import gate, runner
@@ -319,7 +321,7 @@ def test_a_forged_result_line_is_ignored_and_killing_the_driver_passes_nothing(t
     report = drive(ctx, story)
     assert [r.passed for r in report.results] == [False]
     assert "stdout is not 'right'" in failure(report)
-    assert "'.venv'" in report.results[0].got and ".k" not in report.results[0].got.split("[")[-1]
+    assert "['.venv']" in report.results[0].got  # the key file was gone before it ran
     killer = {
         "kind": "cli",
         "name": "killer",
@@ -410,6 +412,19 @@ def test_a_project_that_detects_the_probe_still_fails_where_it_is_wrong(tmp_path
     assert "stdout is not 'right'" in details and "sum is -1, not 5" in details
 
 
+def test_only_the_line_signed_with_the_runs_key_is_read():
+    """The sandbox leaves the project no way onto the driver's output (the test above), and
+    were there one, a line it printed would not be signed with the run's key."""
+    key = new_key()
+    real = json.dumps({"total": 1, "results": [{"name": "s", "passed": False}]})
+    mac = hmac.new(key.encode(), real.encode(), hashlib.sha256).hexdigest()
+    forged = json.dumps({"total": 1, "results": [{"name": "s", "passed": True}]})
+    lines = [json.dumps({"judge": "0" * 64, "report": forged}), forged]
+    signed = json.dumps({"judge": mac, "report": real})
+    assert last_report("\n".join([lines[0], signed, *lines]), key) == json.loads(real)
+    assert last_report("\n".join(lines), key) is None
+
+
 # ------------------------------------------------------------------------- the phases
 STORIES = {
     "stories": [
@@ -452,3 +467,48 @@ def test_the_plan_fixes_the_stories_and_a_later_phase_cannot_weaken_them(tmp_pat
     assert [r["name"] for r in ran["results"]] == ["says-right", "readme", "added"]
     (root / "stories.json").unlink()
     assert "the plan's stories run" in gate.watch(ctx)[0]
+
+
+def test_a_build_that_weakens_its_stories_is_recorded_and_the_plans_stories_run(tmp_path):
+    """A real scripted build whose build phase rewrites stories.json: one story changed to
+    expect what the program does not print, one dropped. Each later check records the
+    attempt; integrate and validate run the plan's stories, so the build still passes."""
+    import importlib.util
+
+    from orchestrator.home import Home
+    from orchestrator.llm.backends import register_script
+    from orchestrator.loop.agent import Builder
+    from tests.support import build_config, events
+
+    spec = importlib.util.spec_from_file_location(
+        "wordfreq_policy_stories", Path(__file__).parents[2] / "examples/wordfreq/policy.py"
+    )
+    wordfreq = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wordfreq)
+    first, *rest = wordfreq.STORIES["stories"]
+    weaker = {"stories": [{**first, "stdout": {"equals": "nonsense"}}, *rest[1:]]}
+
+    def weakening(messages, tools):
+        answer = wordfreq.policy(messages, tools)
+        if tools and "# Phase: build" in messages[0]["content"]:
+            write = {"path": "stories.json", "content": json.dumps(weaker)}
+            answer["tool_calls"] = [
+                {"name": "write_file", "arguments": write},
+                *answer["tool_calls"],
+            ]
+        return answer
+
+    config = build_config(register_script("stories-weakening", weakening))
+    config.reflect = False
+    builder = Builder.start(Home(tmp_path / "home"), config, wordfreq.TASK)
+    assert builder.build().status == "passed"
+    records = events(builder.run)
+    weakened = [e for e in records if e["kind"] == "stories_weakened"]
+    assert {e["phase"] for e in weakened} == {"build", "integrate", "validate"}
+    assert weakened[0]["data"]["problems"] == [
+        "story 'top-three' was changed",
+        "story 'missing-file' was dropped",
+    ]
+    ran = [e["data"] for e in records if e["kind"] == "stories" and e["phase"] == "validate"]
+    assert [r["name"] for r in ran[-1]["results"]] == [s["name"] for s in [first, *rest]]
+    assert ran[-1]["passed"]
