@@ -38,6 +38,7 @@ import argparse
 import contextlib
 import ctypes
 import functools
+import http.client
 import http.server
 import importlib.util
 import json
@@ -254,6 +255,10 @@ class NoRedirects(urllib.request.HTTPRedirectHandler):
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirects())
 
 
+NO_ANSWER = (OSError, ValueError, http.client.HTTPException)
+"""What a request that got no (valid) answer raises: refused, reset, garbled, a bad header."""
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -291,7 +296,7 @@ def serve(argv: list[str], root: str, ready: str, timeout_s: float, log):
         try:
             fetch(base + ready, timeout=max(0.2, min(2.0, deadline - time.monotonic())))
             return proc, base, ""
-        except (OSError, ValueError):
+        except NO_ANSWER:
             time.sleep(READY_POLL_S)
     return proc, "", f"the server did not answer {ready} within {timeout_s:g} s"
 
@@ -336,7 +341,7 @@ def one_request(base: str, request: dict, timeout_s: float) -> tuple[str, str, l
     line += f" body {decode(body)!r}" if body is not None else ""
     try:
         status, answer_headers, data = fetch(base + path, method, body, headers, timeout_s)
-    except (OSError, ValueError) as exc:
+    except NO_ANSWER as exc:
         return line, f"{method} {path}: no answer ({exc})", [f"{method} {path}: no answer"]
     text = decode(data)
     answer = f"{method} {path} -> {status} {json.dumps(answer_headers)}\n{text}"
@@ -531,13 +536,18 @@ class StaticFiles(http.server.SimpleHTTPRequestHandler):
 
     def translate_path(self, path: str) -> str:
         base = os.path.realpath(self.directory)
-        wanted = super().translate_path(path)
-        real = os.path.realpath(wanted)
-        if real != base and not real.startswith(base + os.sep):
-            return os.path.join(base, "\0")  # nothing there: a 404
+        real = os.path.realpath(super().translate_path(path))
+        self.refused = real != base and not real.startswith(base + os.sep)
         if not os.path.exists(real) and "." not in os.path.basename(real):
             return os.path.join(base, "index.html")
         return real
+
+    def send_head(self):
+        path = self.translate_path(self.path)
+        if self.refused or not (os.path.isdir(path) or os.path.isfile(path)):
+            self.send_error(404)
+            return None
+        return super().send_head()
 
     def log_message(self, *args) -> None:
         pass

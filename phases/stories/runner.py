@@ -39,6 +39,8 @@ SLACK_S = 30.0
 """The driver's own time beyond its stories' time limits."""
 DETAIL_CHARS = 2500
 """How much of what was sent and what came back a failing story shows the model."""
+DETAIL_STORIES = 8
+"""How many failing stories the model is shown in full (the others by name)."""
 
 
 class StoryResult(BaseModel):
@@ -70,8 +72,11 @@ class StoryReport(BaseModel):
         details = "\n\n".join(
             f"story {r.name} ({r.kind}) failed\nsent:\n{r.sent[:DETAIL_CHARS]}\n"
             f"got:\n{r.got[:DETAIL_CHARS]}"
-            for r in failed
+            for r in failed[:DETAIL_STORIES]
         )
+        if len(failed) > DETAIL_STORIES:
+            rest = ", ".join(r.name for r in failed[DETAIL_STORIES:])
+            details += f"\n\n{len(failed) - DETAIL_STORIES} more failing: {rest}"
         return CheckResult(
             passed=False,
             summary=f"{len(failed)} of {len(self.results)} user stories fail: {names}",

@@ -262,16 +262,26 @@ def test_a_files_story_reads_a_regular_file_and_never_follows_a_link(tmp_path):
 
 
 # ------------------------------------------------------------------------- browser
-BROWSER = """import os
+BROWSER = """import os, urllib.error, urllib.request
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url) as answer:
+            return answer.read().decode()
+    except urllib.error.HTTPError as answer:
+        return str(answer.code)
 
 def drive(story, base_url, shots_dir):
     with open(os.path.join(shots_dir, "shot.png"), "wb") as out:
         out.write(b"png")
     os.symlink("/etc/passwd", os.path.join(shots_dir, "link.png"))
-    return {"passed": False, "sent": "open " + base_url, "got": "a blank page",
+    seen = [get(base_url + p) for p in ("/", "/app/route", "/pw.txt", "/../../etc/passwd")]
+    return {"passed": False, "sent": "open " + base_url, "got": "served: " + " | ".join(seen),
             "screenshot": os.path.join(shots_dir, "shot.png"),
             "console_errors": ["boom"], "failed_requests": [], "refused": []}
 """
+"""A stand-in for phases/stories/browser.py: it leaves a screenshot and a link, and reads
+what cadillac serves of the built front end."""
 
 
 def test_a_browser_story_without_a_browser_fails_and_says_so(tmp_path, monkeypatch):
@@ -286,10 +296,12 @@ def test_a_browser_storys_screenshot_comes_back_as_a_file_and_links_do_not(tmp_p
     fake.write_text(BROWSER)
     monkeypatch.setattr(runner, "BROWSER", fake)
     ctx = workspace(tmp_path, {"dist/index.html": "<p>hi</p>"})
+    os.symlink("/etc/passwd", ctx.workspace.root / "dist" / "pw.txt")
     out = tmp_path / "run" / "shots"
     report = drive(ctx, {"kind": "browser", "name": "page", "expect_text": ["hi"]}, out=out)
     details = failure(report)
-    assert "a blank page" in details and 'console errors: ["boom"]' in details
+    assert "served: <p>hi</p> | <p>hi</p> | 404 | <p>hi</p>" in details  # the app, never a leak
+    assert 'console errors: ["boom"]' in details and "root:" not in details
     assert "open http://127.0.0.1:" in details
     assert report.results[0].screenshot == str(out / "shot.png")
     assert sorted(p.name for p in out.iterdir()) == ["shot.png"]
