@@ -180,6 +180,14 @@ def test_what_a_server_leaves_running_dies_with_its_story(tmp_path):
     after = {"kind": "cli", "name": "none-left", "argv": ["python", "none_left.py"]}
     report = drive(ctx, http_story(), after)
     assert report.passed, report.check()
+    left = []
+    for pid in os.listdir("/proc"):
+        try:
+            if b"left-behind-7f3" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                left.append(pid)
+        except OSError:
+            continue
+    assert left == []  # nor on the host, once the stories are over
 
 
 # ------------------------------------------------------------------------- library
@@ -204,6 +212,8 @@ def library(name: str, language: str, module: str, function: str, args, **expect
 
 def test_library_stories_call_python_and_javascript_and_judge_values_and_errors(tmp_path):
     files = {"lib.py": LIB_PY, "src/lib.mjs": LIB_MJS, "cjs.js": LIB_CJS}
+    files["node_modules/shout/package.json"] = '{"name": "shout", "main": "main.js"}'
+    files["node_modules/shout/main.js"] = "module.exports = { up: (s) => s.toUpperCase() };\n"
     ctx = workspace(tmp_path, files)
     right = drive(
         ctx,
@@ -221,6 +231,7 @@ def test_library_stories_call_python_and_javascript_and_judge_values_and_errors(
         library("js-esm", "javascript", "./src/lib.mjs", "add", [2, 3], returns=5),
         library("js-cjs", "javascript", "./cjs.js", "add", [2, 3], returns=6),
         library("js-raises", "javascript", "./cjs.js", "add", [2, 0], raises="RangeError"),
+        library("js-package", "javascript", "shout", "up", ["hi"], returns="HI"),
     )
     assert right.passed, right.check()
     wrong = drive(
