@@ -535,3 +535,14 @@ def test_a_build_that_weakens_its_stories_is_recorded_and_the_plans_stories_run(
     ran = [e["data"] for e in records if e["kind"] == "stories" and e["phase"] == "validate"]
     assert [r["name"] for r in ran[-1]["results"]] == [s["name"] for s in [first, *rest]]
     assert ran[-1]["passed"]
+
+
+def test_the_plans_prompt_names_every_field_of_the_story_format():
+    from phases.stories.schema import FORMAT_MODELS
+
+    prompt = plan_phase.PHASE.prompt()
+    assert plan_phase.FORMAT_MARK not in prompt
+    for _, model in FORMAT_MODELS:
+        for name, field in model.model_fields.items():
+            if name != "kind":
+                assert f"`{field.alias or name}` (" in prompt, (model.__name__, name)
