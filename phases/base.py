@@ -74,9 +74,11 @@ class CheckResult(BaseModel):
 
 
 Runner = Callable[..., CommandResult]
-"""run(command, timeout_s=None, install=None) -> CommandResult, in the
-workspace; only an issued ``install`` step (see orchestrator/sandbox/installs.py) gets
-the network and its program's settings, and run_command checks the step."""
+"""run(command, timeout_s=None, install=None, visible=(), writable=()) -> CommandResult, in
+the workspace; only an issued ``install`` step (see orchestrator/sandbox/installs.py) gets
+the network and its program's settings, and run_command checks the step. ``visible``:
+folders of the host's the command may read (a judge's own files), ``writable``: folders it
+may also write (where a judge leaves screenshots)."""
 
 
 @dataclass
@@ -100,6 +102,16 @@ class PhaseContext:
     """Where phases may keep reusable things between builds (a template virtual env)."""
     baseline: Baseline | None = None
     """Set when the build changes an existing project (``cadillac enhance``, ``iterate``)."""
+    records: Path | None = None
+    """A folder of the run's, out of the sandbox's reach: the stories the plan fixed, the
+    screenshots of browser stories. None: nothing is kept (a check run on its own)."""
+    emit: Callable[..., None] | None = None
+    """emit(kind, **fields): an event in the run's record (a story's result, an attempt to
+    weaken the stories)."""
+
+    def note(self, kind: str, **fields) -> None:
+        if self.emit is not None:
+            self.emit(kind, **fields)
 
     def plan(self) -> Plan:
         """The validated plan.json (raises PlanError)."""

@@ -36,7 +36,7 @@ def events(run) -> list[dict]:
     return [json.loads(x) for x in run.events_path.read_text().splitlines()]
 
 
-def phase_context(ws, cache=None):
+def phase_context(ws, cache=None, records=None, emit=None):
     """A PhaseContext for the workspace ``ws`` whose commands run as the build loop runs
     them (``Agent._run_command``): in the sandbox, the workspace's ``.venv/bin`` first on
     PATH, the project's environment, the network and the package managers' settings only
@@ -46,7 +46,7 @@ def phase_context(ws, cache=None):
     from orchestrator.sandbox.workspace import Workspace
     from phases.base import PhaseContext
 
-    def run(command, timeout_s=None, install=None):
+    def run(command, timeout_s=None, install=None, visible=(), writable=()):
         return run_command(
             command,
             ws,
@@ -55,6 +55,15 @@ def phase_context(ws, cache=None):
             path_prefix=[ws / ".venv" / "bin"],
             env=project_env(ws),
             install=install,
+            visible=visible,
+            writable=writable,
         )
 
-    return PhaseContext(task="t", workspace=Workspace(ws), run=run, cache_dir=cache)
+    return PhaseContext(
+        task="t",
+        workspace=Workspace(ws),
+        run=run,
+        cache_dir=cache,
+        records=records,
+        emit=emit,
+    )

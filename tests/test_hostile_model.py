@@ -39,6 +39,9 @@ FORGE = (
     "os._exit(0)\n"
 )
 
+STORIES = {"stories": [{"kind": "files", "name": "calc", "path": "calc.py",
+                        "expect": {"contains": ["def add(a, b):"]}}]}  # fmt: skip
+
 
 def call(name: str, **arguments) -> dict:
     return {"name": name, "arguments": arguments}
@@ -75,6 +78,7 @@ def turns(places: dict) -> dict[str, list[list[dict]]]:
             [
                 call("write_file", path="PLAN.md", content="# calc\n"),
                 call("write_file", path="plan.json", content=json.dumps(plan)),
+                call("write_file", path="stories.json", content=json.dumps(STORIES)),
                 finish("planned"),
             ],
         ],

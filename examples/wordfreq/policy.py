@@ -36,6 +36,49 @@ PLAN = {
     "run_command": "python wordfreq.py sample.txt --top 3",
 }
 
+STORIES = {
+    "stories": [
+        {
+            "kind": "cli",
+            "name": "top-three",
+            "argv": ["python", "wordfreq.py", "sample.txt", "--top", "3"],
+            "stdout": {"equals": "     4  the\n     2  dog\n     2  fox\n"},
+        },
+        {
+            "kind": "cli",
+            "name": "missing-file",
+            "argv": ["python", "wordfreq.py", "no-such-file.txt"],
+            "exit": 1,
+            "stderr": {"contains": ["cannot read no-such-file.txt"]},
+        },
+        {
+            "kind": "library",
+            "name": "count-words",
+            "language": "python",
+            "module": "wordfreq",
+            "function": "count_words",
+            "args": ["The cat, the CAT! a dog."],
+            "returns": {"the": 2, "cat": 2, "a": 1, "dog": 1},
+        },
+        {
+            "kind": "library",
+            "name": "top-words-ties",
+            "language": "python",
+            "module": "wordfreq",
+            "function": "top_words",
+            "args": [{"b": 2, "a": 2, "c": 1}, 2],
+            "returns": [["a", 2], ["b", 2]],
+        },
+        {
+            "kind": "files",
+            "name": "sample-text",
+            "path": "sample.txt",
+            "expect": {"contains": ["quick brown fox"]},
+        },
+    ]
+}
+"""stories.json: what the finished wordfreq does, as a user (and a caller) sees it."""
+
 STUB = '''"""wordfreq: the most frequent words of a text file."""
 
 import argparse
@@ -161,8 +204,9 @@ TURNS = {
                 "with count_words, top_words and a CLI; unittest tests in tests/.\n",
             ),
             call("write_file", path="plan.json", content=json.dumps(PLAN, indent=2)),
+            call("write_file", path="stories.json", content=json.dumps(STORIES, indent=2)),
         ],
-        [finish("plan.json and PLAN.md written")],
+        [finish("plan.json, stories.json and PLAN.md written")],
     ],
     "deps": lambda ids: [
         [call("write_file", path="requirements.txt", content="# standard library only\n")],
@@ -251,6 +295,19 @@ NEW_ARG = (
     )
 """
 )
+ITERATE_STORIES = {
+    "stories": [
+        *STORIES["stories"],
+        {
+            "kind": "cli",
+            "name": "min-length",
+            "argv": ["python", "wordfreq.py", "sample.txt", "--top", "3", "--min-length", "4"],
+            "stdout": {"equals": "     1  brown\n     1  jumps\n     1  lazy\n"},
+        },
+    ]
+}
+"""The next version's stories: the first version's, and one for the new option."""
+
 NEW_TEST = """    def test_short_words_can_be_left_out(self):
         self.assertEqual(dict(count_words("a bb ccc bb", min_length=2)), {"bb": 2, "ccc": 1})
 
@@ -271,6 +328,7 @@ ITERATE_TURNS = {
                 "--min-length; one new unit test; README documents the option.\n",
             ),
             call("write_file", path="plan.json", content=json.dumps(ITERATE_PLAN, indent=2)),
+            call("write_file", path="stories.json", content=json.dumps(ITERATE_STORIES, indent=2)),
         ],
         [finish("plan.json lists the three files the change touches")],
     ],

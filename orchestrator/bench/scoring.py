@@ -32,14 +32,9 @@ its unsigned lines are ignored, and the checks it ended fail.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
-import os
 import secrets
 import shlex
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -57,14 +52,17 @@ from orchestrator.sandbox.installs import (
     project_env,
     subfolder_files,
 )
+from orchestrator.sandbox.signing import (
+    JUDGE_FILES,
+    JUDGE_PYTHON,
+    hand_key,
+    last_report,
+    new_key,
+)
 from orchestrator.sandbox.venvs import make_venv
 from phases.base import PlanError, load_plan
 
-RUNNER = Path(__file__).resolve().parent / "acceptance_runner.py"
-JUDGE_FILES = (RUNNER, RUNNER.with_name("judge_rpc.py"))
-JUDGE_PYTHON = Path(sys.executable).resolve()
-"""The judge runs on cadillac's own interpreter (the one the project's environment links
-to), with ``-I -S``: nothing of the environment's ``site-packages`` runs in it."""
+RUNNER = JUDGE_FILES[0]
 SKIP_DIRS = frozenset(
     {
         ".venv",
@@ -156,8 +154,8 @@ def score_build(
     judge.mkdir()
     for source in JUDGE_FILES:
         shutil.copy(source, judge / source.name)
-    key = secrets.token_hex(32)
-    key_file = _hand_key(project, key)
+    key = new_key()
+    key_file = hand_key(project, key)
     argv = [
         JUDGE_PYTHON, "-I", "-S", judge / RUNNER.name,
         "--python", project / ".venv" / "bin" / "python",
@@ -172,7 +170,7 @@ def score_build(
         env=project_env(project),
         visible=[checks, last, judge],
     )
-    report = _last_report(result.output, key)
+    report = last_report(result.output, key)
     if report is None:
         why = f"the acceptance runner printed no result: {result.for_model()[-300:]}"
         return Score(verdict="broken", failures=why, skipped=copied.skipped)
@@ -222,33 +220,3 @@ def _set_up(
         if not done.ok:
             return f"installing {step.what} failed: {done.for_model()[-300:]}"
     return ""
-
-
-def _hand_key(project: Path, key: str) -> Path:
-    """The run's secret, in a new file of a random name the runner removes before any
-    project code runs: a result line signed with it can only come from the runner."""
-    path = project / f".cadillac-judge-{secrets.token_hex(8)}"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags, 0o644)
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(key)
-    return path
-
-
-def _last_report(output: str, key: str) -> dict | None:
-    """The runner's signed result line; lines anything else printed (forgeries) are not."""
-    for line in reversed(output.strip().splitlines()):
-        try:
-            signed = json.loads(line)
-        except ValueError:
-            continue
-        if not (isinstance(signed, dict) and isinstance(signed.get("report"), str)):
-            continue
-        text, mac = signed["report"], str(signed.get("judge", ""))
-        expected = hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest()
-        if not hmac.compare_digest(mac, expected):
-            continue
-        report = json.loads(text)
-        if isinstance(report, dict) and isinstance(report.get("total"), int):
-            return report
-    return None

@@ -43,6 +43,7 @@ NEVER = (
     "orchestrator/loop/source.py",
     "orchestrator/loop/runs.py",
     "phases/deps.py",
+    "phases/stories/",
     "orchestrator/hooks/",
     ".git/",
     "runs/",
@@ -54,10 +55,11 @@ user's own code. Inside the allow-list, the modules that enforce a rule are neve
 either: what is written to memory (``loop/learning.py``), what memory a prompt carries and
 how it is fenced (``loop/memory_view.py``), where an enhance build's project comes from and
 how its change is committed (``loop/source.py``), the run records the judge and the spend
-books read (``loop/runs.py``) and the fresh environment made before the network installs
-(``phases/deps.py``). ``tests/orchestrator/improve/test_enforcement.py`` pins that what
-stays patchable decides none of: the network, the sandbox, git, memory admission, or the
-memory a prompt carries."""
+books read (``loop/runs.py``), the fresh environment made before the network installs
+(``phases/deps.py``) and the user stories' judge (``phases/stories/``: the driver that
+runs programs in the sandbox, its signed verdict, the stories the plan fixed).
+``tests/orchestrator/improve/test_enforcement.py`` pins that what stays patchable decides
+none of: the network, the sandbox, git, memory admission, or the memory a prompt carries."""
 FILE_CHARS = 12_000
 PROMPT = Path(__file__).with_name("improver.md")
 

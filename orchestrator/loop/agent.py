@@ -34,7 +34,7 @@ import shutil
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,6 +86,7 @@ from phases.base import (
     read_prompt,
     suite_kept,
 )
+from phases.stories import gate as stories
 from phases.suite import discover_test_command, inventory
 
 FAILING_LINES = 12
@@ -521,6 +522,8 @@ class Builder:
         p.result.applied_lessons = sorted(set(p.result.applied_lessons) | set(cited))
         self._progress(p, "checking")
         check = p.phase.check(p.ctx)
+        if p.phase.name != PHASES[0]:
+            stories.watch(p.ctx)  # an attempt to drop or change a fixed story is recorded
         p.result.check = check.summary
         p.record.note(f"check: {check.for_model()}")
         unknown = sorted(set(finish.applied_lessons) - set(cited))
@@ -535,7 +538,6 @@ class Builder:
     # ------------------------------------------------------------------ around the loop
     def _phase_run(self, name: str, budget: int) -> PhaseRun:
         phase = self.phases[name]
-        ctx = self._context()
         result = PhaseSummary(phase=name, outcome="budget_exhausted", budget=budget)
         part = phase_part(
             phase, skills_text(self.skills, name, self.config.notes), self._existing_project()
@@ -547,6 +549,7 @@ class Builder:
         def emit(kind: str, **fields) -> None:
             self.emit(kind, phase=name, round=result.rounds, **fields)
 
+        ctx = self._context(emit)
         record = PhaseRecord(self.task, name)
         return PhaseRun(phase, ctx, result, messages, record, emit, part=part)
 
@@ -573,7 +576,7 @@ class Builder:
         """Tell the plugins; one that fails is an event and a warning line, never an error."""
         self.hooks.report(self.hooks.call(name, **payload), self.emit)
 
-    def _context(self) -> PhaseContext:
+    def _context(self, emit: Callable[..., None] | None = None) -> PhaseContext:
         if what_is(self.workspace.root / ".venv") == "a folder":  # made by an earlier process
             support_site(self.home.cache_dir)  # its pip, seen by the sandbox from now on
         return PhaseContext(
@@ -582,6 +585,8 @@ class Builder:
             self._run_command,
             cache_dir=self.home.cache_dir,
             baseline=self.baseline,
+            records=self.run.dir,
+            emit=emit or self.emit,
         )
 
     # ------------------------------------------------------------------ changing a project
@@ -660,9 +665,13 @@ class Builder:
         command: str,
         timeout_s: float | None = None,
         install: InstallStep | None = None,
+        visible: Sequence[Path] = (),
+        writable: Sequence[Path] = (),
     ):
         """A command of a phase's check, with the workspace's virtual environment. Only an
-        install step cadillac issued brings the network (run_command checks it)."""
+        install step cadillac issued brings the network (run_command checks it); a judge
+        of cadillac's (the story driver) also sees its own folders (``visible``,
+        ``writable``)."""
         result = run_command(
             command,
             self.run.workspace,
@@ -672,6 +681,8 @@ class Builder:
             env=self.env,
             stop=self.stop,
             install=install,
+            visible=visible,
+            writable=writable,
         )
         self.emit(
             "command",

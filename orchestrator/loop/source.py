@@ -55,7 +55,7 @@ from orchestrator.sandbox.files import copy_tree
 from orchestrator.sandbox.git import GitError, WorkTree, git, status_paths
 from orchestrator.sandbox.installs import ENV_DIRS
 
-CADILLAC_FILES = ("plan.json", "PLAN.md")
+CADILLAC_FILES = ("plan.json", "PLAN.md", "stories.json")
 """cadillac's own records in a workspace: never part of the change."""
 COPY_SKIP = frozenset({".git", *ENV_DIRS, "__pycache__", ".pytest_cache", ".mypy_cache"})
 __all__ = [

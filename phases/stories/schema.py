@@ -23,22 +23,28 @@ What this module decides, and why:
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import json
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticUndefined
 
 NAME = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
+    )
 
 
 class TextExpect(Strict):
     """What a stream (stdout, stderr, a response body, a file) must hold: any of these."""
 
     equals: str | None = None
+    """The whole text (a trailing newline on either side is not counted)."""
     contains: list[str] = Field(default_factory=list)
+    """Pieces the text must contain."""
     matches: str | None = None
     """A regular expression (Python's ``re``, searched)."""
     json_paths: dict[str, Any] = Field(default_factory=dict, alias="json")
@@ -52,6 +58,7 @@ class CliStory(Strict):
     stdin: str = ""
     env: dict[str, str] = Field(default_factory=dict)
     exit: int | None = 0
+    """The exit status (null: any)."""
     stdout: TextExpect | None = None
     stderr: TextExpect | None = None
     timeout_s: float = Field(default=30, gt=0, le=300)
@@ -65,7 +72,9 @@ class HttpRequest(Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     status: int = Field(default=200, ge=100, le=599)
     expect: TextExpect | None = None
+    """What the response's body must hold."""
     expect_headers: dict[str, str] = Field(default_factory=dict)
+    """Header name -> a text its value must contain."""
 
 
 class HttpStory(Strict):
@@ -84,9 +93,13 @@ class LibraryStory(Strict):
     name: str = Field(pattern=NAME)
     language: Literal["python", "javascript"]
     module: str = Field(min_length=1)
+    """Python: an import name (``wordfreq``, ``pkg.mod``); JavaScript: a path (``./src/lib.js``)
+    or a package name."""
     function: str = Field(pattern=r"^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)*$")
     args: list[Any] = Field(default_factory=list)
+    """The call's arguments, as JSON values."""
     returns: Any = None
+    """The JSON value the call returns (an awaited promise's, in JavaScript)."""
     raises: str | None = None
     """The exception's name (``ValueError``, ``TypeError``); then ``returns`` is not read."""
 
@@ -155,3 +168,50 @@ def weakened(fixed: Stories, now: Stories) -> list[str]:
         elif kept != story:
             problems.append(f"story {story.name!r} was changed")
     return problems
+
+
+FORMAT_MODELS: tuple[tuple[str, type[BaseModel]], ...] = (
+    ("cli story", CliStory),
+    ("http story", HttpStory),
+    ("HttpRequest (one of an http story's requests)", HttpRequest),
+    ("library story", LibraryStory),
+    ("browser story", BrowserStory),
+    ("BrowserStep (one of a browser story's steps)", BrowserStep),
+    ("files story", FilesStory),
+    ("TextExpect (what stdout, stderr, a body or a file must hold)", TextExpect),
+)
+
+
+def _type_name(annotation: Any) -> str:
+    if get_origin(annotation) is Literal:
+        return " | ".join(json.dumps(a) for a in get_args(annotation))
+    return (
+        getattr(annotation, "__name__", None)
+        if isinstance(annotation, type)
+        else str(annotation).replace("typing.", "").replace("phases.stories.schema.", "")
+    ) or str(annotation)
+
+
+def story_format() -> str:
+    """The story format, one line per field, made from the models above (the plan's prompt
+    says it; one source for what the check reads)."""
+    lines = [
+        'stories.json is {"stories": [ ... ]}, each story an object with a "kind" and a '
+        "unique name (lower case, digits, - and _):"
+    ]
+    for title, model in FORMAT_MODELS:
+        lines.append(f"- {title}:")
+        for name, field in model.model_fields.items():
+            key = field.alias or name
+            if key == "kind":
+                continue
+            text = f"  - `{key}` ({_type_name(field.annotation)}"
+            if field.is_required():
+                text += ", required"
+            elif field.default not in (PydanticUndefined, None):
+                text += f", default {json.dumps(field.default)}"
+            text += ")"
+            if field.description:
+                text += ": " + " ".join(field.description.split()).replace("``", "`")
+            lines.append(text)
+    return "\n".join(lines)

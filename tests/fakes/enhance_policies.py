@@ -127,9 +127,25 @@ def reference_applier(messages, tools):
             "test_command": "python -m unittest discover -s tests",
             "run_command": "python -c pass",
         }
+        first = next(f for f in files if (ref / f).read_text().strip())
+        line = next(x for x in (ref / first).read_text().splitlines() if x.strip())
+        stories = {  # what the reference change really leaves: its first file, as written
+            "stories": [
+                {
+                    "kind": "files",
+                    "name": "reference",
+                    "path": first,
+                    "expect": {"contains": [line]},
+                }
+            ]
+        }
         calls = [
             {"name": "write_file", "arguments": {"path": "plan.json", "content": json.dumps(plan)}},
             {"name": "write_file", "arguments": {"path": "PLAN.md", "content": "# the change\n"}},
+            {
+                "name": "write_file",
+                "arguments": {"path": "stories.json", "content": json.dumps(stories)},
+            },
         ]
         return {"tool_calls": calls}
     if phase == "scaffold" and taken == 0:

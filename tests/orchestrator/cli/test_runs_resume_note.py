@@ -16,7 +16,7 @@ def test_21_the_discarded_note_of_a_resume_comes_before_its_first_phase(
     user_repo,  # noqa: F811 (the fixture imported above)
     capsys,
 ):
-    code, stopped = enhance(home, user_repo, "honest", "--max-tokens", "12000")
+    code, stopped = enhance(home, user_repo, "honest", "--max-tokens", "16000")
     assert code == 1 and stopped["status"] == "stopped", stopped["reason"]
     assert [p["phase"] for p in stopped["phases"]] == ["plan", "deps", "scaffold"]
     capsys.readouterr()

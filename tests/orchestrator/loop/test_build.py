@@ -197,11 +197,11 @@ def test_a_model_without_a_price_is_capped_by_tokens_and_warned_about(home, caps
     assert main([*args, "--max-cost", "1"]) == 0  # nothing can stop it: the start says so
     err = capsys.readouterr().err
     assert "price of scripted:wordfreq-tokens is unknown" in err and "--max-tokens" in err
-    assert main([*args, "--max-tokens", "1500"]) == 1
+    assert main([*args, "--max-tokens", "4000"]) == 1
     out, err = capsys.readouterr()
     summary = json.loads(out)
-    assert summary["status"] == "stopped" and "--max-tokens 1500" in summary["reason"]
-    assert summary["tokens_in"] + summary["tokens_out"] <= 1500 and "warning" not in err
+    assert summary["status"] == "stopped" and "--max-tokens 4000" in summary["reason"]
+    assert summary["tokens_in"] + summary["tokens_out"] <= 4000 and "warning" not in err
     resumed = main(["build", "--resume", summary["run_id"], "--json"])
     assert resumed == 0 and json.loads(capsys.readouterr().out)["status"] == "passed"
 

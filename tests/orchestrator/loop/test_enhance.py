@@ -284,7 +284,7 @@ def test_a_stopped_enhance_build_resumes_from_its_last_phase_commit(home, user_r
     edits are discarded and listed, not applied twice), and the branch ends with exactly
     the change a run that was never stopped makes."""
     before = snapshot(user_repo)
-    code, stopped = enhance(home, user_repo, "honest", "--max-tokens", "12000")
+    code, stopped = enhance(home, user_repo, "honest", "--max-tokens", "16000")
     assert code == 1 and stopped["status"] == "stopped", stopped["reason"]
     assert [p["phase"] for p in stopped["phases"]] == ["plan", "deps", "scaffold"]
     run = home / "runs" / stopped["run_id"]
@@ -326,7 +326,7 @@ def test_going_back_to_the_checkpoint_follows_no_link_the_model_left(
     host.mkdir()
     (host / "precious.txt").write_text("the user's\n")
     monkeypatch.setenv("CADILLAC_TEST_HOST", str(host))
-    code, stopped = enhance(home, user_repo, "link_planter", "--max-tokens", "12000")
+    code, stopped = enhance(home, user_repo, "link_planter", "--max-tokens", "16000")
     assert stopped["status"] == "stopped", stopped["reason"]
     workspace = home / "runs" / stopped["run_id"] / "workspace"
     assert (workspace / "tests").is_symlink() and (workspace / "escape").is_symlink()

@@ -1,0 +1,171 @@
+"""Running the stories: the story driver in the sandbox, its signed verdict read on the host.
+
+What this module decides, and why:
+
+* **The verdict comes from the signed line only.** :func:`run_stories` copies the driver
+  (:mod:`phases.stories.driver`), the judge's files it signs with
+  (:data:`orchestrator.sandbox.signing.JUDGE_FILES`), ``browser.py`` when there is one,
+  and the stories into a fresh folder of the host's, bound read-only in the sandbox; hands
+  the driver a fresh key in a file it removes before any project code runs; and reads the
+  one result line signed with that key. No such line (the driver was killed, the project
+  ended the sandbox early) fails every story with :data:`NO_RESULT`: nothing the project
+  prints can pass a story.
+* **Screenshots come back as files, never links.** The driver writes them into a fresh
+  folder the sandbox may write; the host copies only its regular files into ``out_dir``
+  (:func:`orchestrator.sandbox.files.copy_tree`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shlex
+import shutil
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from orchestrator.sandbox.files import copy_tree
+from orchestrator.sandbox.signing import JUDGE_FILES, JUDGE_PYTHON, hand_key, last_report, new_key
+from phases.base import CheckResult, PhaseContext
+from phases.stories.schema import Stories
+
+HERE = Path(__file__).resolve().parent
+DRIVER = HERE / "driver.py"
+BROWSER = HERE / "browser.py"
+NO_RESULT = "the story driver printed no result"
+SLACK_S = 30.0
+"""The driver's own time beyond its stories' time limits."""
+DETAIL_CHARS = 2500
+"""How much of what was sent and what came back a failing story shows the model."""
+DETAIL_STORIES = 8
+"""How many failing stories the model is shown in full (the others by name)."""
+
+
+class StoryResult(BaseModel):
+    name: str
+    kind: str
+    passed: bool
+    sent: str = ""
+    got: str = ""
+    screenshot: str | None = None
+    """Where the story's screenshot is, on the host (in ``out_dir``)."""
+
+
+class StoryReport(BaseModel):
+    results: list[StoryResult]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.results)
+
+    def failed(self) -> list[StoryResult]:
+        return [r for r in self.results if not r.passed]
+
+    def check(self) -> CheckResult | None:
+        """None when every story held; else what each failing one sent and got back."""
+        failed = self.failed()
+        if not failed:
+            return None
+        names = ", ".join(r.name for r in failed[:5])
+        details = "\n\n".join(
+            f"story {r.name} ({r.kind}) failed\nsent:\n{r.sent[:DETAIL_CHARS]}\n"
+            f"got:\n{r.got[:DETAIL_CHARS]}"
+            for r in failed[:DETAIL_STORIES]
+        )
+        if len(failed) > DETAIL_STORIES:
+            rest = ", ".join(r.name for r in failed[DETAIL_STORIES:])
+            details += f"\n\n{len(failed) - DETAIL_STORIES} more failing: {rest}"
+        return CheckResult(
+            passed=False,
+            summary=f"{len(failed)} of {len(self.results)} user stories fail: {names}",
+            details="cadillac ran the plan's user stories against the artifact, as a user "
+            "would; fix the program (not the stories):\n\n" + details,
+        )
+
+
+def playwright_sites() -> list[Path]:
+    """The folder Playwright for Python is installed in, for a browser story; [] without it."""
+    try:
+        spec = importlib.util.find_spec("playwright")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [Path(next(iter(spec.submodule_search_locations))).resolve().parent]
+
+
+def time_of(stories: Stories) -> float:
+    total = SLACK_S
+    for story in stories.stories:
+        total += getattr(story, "timeout_s", 60) * (2 if story.kind in ("http", "browser") else 1)
+    return total
+
+
+def run_stories(ctx: PhaseContext, stories: Stories, *, out_dir: Path | None = None) -> StoryReport:
+    """Drive the artifact in ``ctx``'s workspace through ``stories``, in the sandbox."""
+    root = ctx.workspace.root
+    with tempfile.TemporaryDirectory() as tmp:  # a name that does not say what it is for
+        folder = Path(tmp)
+        folder.chmod(0o755)  # the sandbox's user reads it (cadillac may run as root)
+        judge, shots = folder / "judge", folder / "out"
+        judge.mkdir(mode=0o755)
+        shots.mkdir()
+        for source in (DRIVER, *JUDGE_FILES, *([BROWSER] if BROWSER.is_file() else [])):
+            shutil.copy(source, judge / source.name)
+        (judge / "stories.json").write_text(stories.model_dump_json(by_alias=True), "utf-8")
+        sites = playwright_sites() if any(s.kind == "browser" for s in stories.stories) else []
+        key = new_key()
+        key_file = hand_key(root, key, prefix=".")
+        settings = {
+            "stories": str(judge / "stories.json"),
+            "key_file": str(key_file),
+            "python": str(root / ".venv" / "bin" / "python"),
+            "out": str(shots),
+            "sites": [str(site) for site in sites],
+        }
+        (judge / "settings.json").write_text(json.dumps(settings), "utf-8")
+        argv = [JUDGE_PYTHON, "-I", "-S", judge / DRIVER.name, judge / "settings.json"]
+        try:
+            result = ctx.run(
+                shlex.join(map(str, argv)),
+                timeout_s=time_of(stories),
+                visible=[judge, *sites],
+                writable=[shots],
+            )
+        finally:
+            key_file.unlink(missing_ok=True)
+        report = last_report(result.output, key)
+        saved = _keep_shots(shots, out_dir)
+    if report is None:
+        why = f"{NO_RESULT}: {result.for_model()[-300:]}"
+        return StoryReport(
+            results=[
+                StoryResult(name=s.name, kind=s.kind, passed=False, got=why)
+                for s in stories.stories
+            ]
+        )
+    return StoryReport(results=[_result(r, saved) for r in report.get("results", [])])
+
+
+def _keep_shots(shots: Path, out_dir: Path | None) -> dict[str, str]:
+    """Copy the regular files the sandbox wrote into ``out_dir``: name -> where it is now."""
+    if out_dir is None:
+        return {}
+    shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    copy_tree(shots, out_dir)
+    return {p.name: str(p) for p in out_dir.iterdir() if p.is_file()}
+
+
+def _result(raw: dict, saved: dict[str, str]) -> StoryResult:
+    shot = raw.get("screenshot")
+    return StoryResult(
+        name=str(raw.get("name")),
+        kind=str(raw.get("kind")),
+        passed=raw.get("passed") is True,
+        sent=str(raw.get("sent", "")),
+        got=str(raw.get("got", "")),
+        screenshot=saved.get(shot) if isinstance(shot, str) else None,
+    )
