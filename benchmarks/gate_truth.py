@@ -126,10 +126,10 @@ def timed_context(ws: Path, cache: Path | None, on_command: OnCommand | None, ph
         return ctx
     inner = ctx.run
 
-    def run(command, timeout_s=None, install=None):
+    def run(command, timeout_s=None, install=None, **shown):
         start = time.perf_counter()
         try:
-            return inner(command, timeout_s=timeout_s, install=install)
+            return inner(command, timeout_s=timeout_s, install=install, **shown)
         finally:
             on_command(phase[0], command, time.perf_counter() - start)
 

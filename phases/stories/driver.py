@@ -561,20 +561,22 @@ def static_server(folder: str):
 
 
 def load_drive(sites: list[str]):
-    if not (HERE / "browser.py").is_file():
-        return None
-    sys.path.extend(sites)  # where Playwright for Python is, for browser.py's lazy import
+    """cadillac's browser driver (:mod:`phases.stories.browser`), imported from the folders
+    the runner made visible (cadillac's own modules and Playwright's, read-only); (drive,
+    "") or (None, why it cannot be loaded)."""
+    sys.path.extend(sites)
     try:
-        return load_beside("browser").drive
-    except (ImportError, AttributeError, SyntaxError):
-        return None
+        from phases.stories.browser import drive
+    except Exception as exc:  # noqa: BLE001 - any failure to load it fails the story, saying why
+        return None, f"{NOT_AVAILABLE} ({type(exc).__name__}: {exc})"
+    return drive, ""
 
 
 def browser(story: dict, root: str, out: str, sites: list[str], **_) -> dict:
     sent = f"open {story['path']}, steps {json.dumps(story.get('steps') or [])}"
-    drive = load_drive(sites)
+    drive, why = load_drive(sites)
     if drive is None:
-        return outcome(sent, "", [NOT_AVAILABLE])
+        return outcome(sent, "", [why])
     with tempfile.TemporaryFile() as log:
         proc, server = None, None
         try:

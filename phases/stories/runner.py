@@ -4,8 +4,10 @@ What this module decides, and why:
 
 * **The verdict comes from the signed line only.** :func:`run_stories` copies the driver
   (:mod:`phases.stories.driver`), the judge's files it signs with
-  (:data:`orchestrator.sandbox.signing.JUDGE_FILES`), ``browser.py`` when there is one,
-  and the stories into a fresh folder of the host's, bound read-only in the sandbox; hands
+  (:data:`orchestrator.sandbox.signing.JUDGE_FILES`) and the stories into a fresh folder
+  of the host's, bound read-only in the sandbox (for a browser story, also the folders of
+  cadillac's own modules and Playwright's, :func:`phases.stories.browser.driver_paths`,
+  never the whole ``site-packages`` or checkout); hands
   the driver a fresh key in a file it removes before any project code runs; and reads the
   one result line signed with that key. No such line (the driver was killed, the project
   ended the sandbox early) fails every story with :data:`NO_RESULT`: nothing the project
@@ -17,7 +19,6 @@ What this module decides, and why:
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shlex
 import shutil
@@ -29,11 +30,11 @@ from pydantic import BaseModel
 from orchestrator.sandbox.files import copy_tree
 from orchestrator.sandbox.signing import JUDGE_FILES, JUDGE_PYTHON, hand_key, last_report, new_key
 from phases.base import CheckResult, PhaseContext
+from phases.stories import browser
 from phases.stories.schema import Stories
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "driver.py"
-BROWSER = HERE / "browser.py"
 NO_RESULT = "the story driver printed no result"
 SLACK_S = 30.0
 """The driver's own time beyond its stories' time limits."""
@@ -85,17 +86,6 @@ class StoryReport(BaseModel):
         )
 
 
-def playwright_sites() -> list[Path]:
-    """The folder Playwright for Python is installed in, for a browser story; [] without it."""
-    try:
-        spec = importlib.util.find_spec("playwright")
-    except (ImportError, ValueError):
-        return []
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    return [Path(next(iter(spec.submodule_search_locations))).resolve().parent]
-
-
 def time_of(stories: Stories) -> float:
     total = SLACK_S
     for story in stories.stories:
@@ -112,10 +102,12 @@ def run_stories(ctx: PhaseContext, stories: Stories, *, out_dir: Path | None = N
         judge, shots = folder / "judge", folder / "out"
         judge.mkdir(mode=0o755)
         shots.mkdir()
-        for source in (DRIVER, *JUDGE_FILES, *([BROWSER] if BROWSER.is_file() else [])):
+        for source in (DRIVER, *JUDGE_FILES):
             shutil.copy(source, judge / source.name)
         (judge / "stories.json").write_text(stories.model_dump_json(by_alias=True), "utf-8")
-        sites = playwright_sites() if any(s.kind == "browser" for s in stories.stories) else []
+        browsing = any(s.kind == "browser" for s in stories.stories)
+        shown = browser.driver_paths() if browsing else None
+        sites = shown.sys_path if shown else []
         key = new_key()
         key_file = hand_key(root, key, prefix=".")
         settings = {
@@ -131,7 +123,7 @@ def run_stories(ctx: PhaseContext, stories: Stories, *, out_dir: Path | None = N
             result = ctx.run(
                 shlex.join(map(str, argv)),
                 timeout_s=time_of(stories),
-                visible=[judge, *sites],
+                visible=[judge, *(shown.visible if shown else [])],
                 writable=[shots],
             )
         finally:

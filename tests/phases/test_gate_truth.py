@@ -38,26 +38,15 @@ def _load(name: str):
 
 
 gate = _load("gate_truth")
-WAITING = pytest.mark.xfail(strict=True, reason="needs storyrun/web")
-"""On this branch only: the stories are not run yet (storyrun, browser), and the tests' npm
-registry is not there (web). The merger removes these marks."""
-
-
 def cases(variant: str) -> list:
-    found = []
-    for name in gate.names():
-        needs = set(gate.pair_of(name).needs)
-        waits = "web" in needs or (variant == "defect" and needs)
-        found.append(pytest.param(name, marks=[WAITING] if waits else [], id=name))
-    return found
+    return [pytest.param(name, id=name) for name in gate.names()]
 
 
 @pytest.fixture(autouse=True)
-def closed_registries(monkeypatch):
-    """Installs reach no registry: npm and pip are pointed at a closed 127.0.0.1 port, Go's
-    module proxy is off (a project of the set with no third-party package needs none)."""
-    monkeypatch.setenv("NPM_CONFIG_REGISTRY", "http://127.0.0.1:9/")
-    monkeypatch.setenv("NPM_CONFIG_FETCH_RETRIES", "0")
+def closed_registries(monkeypatch, npm_registry):
+    """Installs reach no registry: npm installs from the tests' registry on 127.0.0.1
+    (:mod:`tests.npm_registry`), pip is pointed at a closed 127.0.0.1 port, Go's module
+    proxy is off (a project of the set with no third-party package needs none)."""
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple/")
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
     monkeypatch.setenv("GOPROXY", "off")
