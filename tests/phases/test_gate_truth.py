@@ -38,6 +38,8 @@ def _load(name: str):
 
 
 gate = _load("gate_truth")
+
+
 def cases(variant: str) -> list:
     return [pytest.param(name, id=name) for name in gate.names()]
 
