@@ -21,6 +21,10 @@ So a build is scored elsewhere, from scratch:
 6. the runner is handed a fresh secret in a file it removes before any project code runs,
    and signs its result line with it: only that line is read.
 
+A task's hidden checks may also be user stories (``acceptance/stories.json``), driven
+against the built artifact by cadillac's story driver with canaries of their own
+(:mod:`orchestrator.bench.story_checks`); each story is one check beside the Python ones.
+
 The verdict: ``scored`` when the runner's signed line reads and the canaries came out as
 they must; ``tampered`` (score 0) when the must-fail check passed or the must-pass check
 failed; ``broken`` (score 0) when no signed result could be read or the project could not
@@ -41,6 +45,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from orchestrator.bench.story_checks import has_stories, score_stories
 from orchestrator.bench.tasks import MatrixTask
 from orchestrator.sandbox.executor import ExecConfig, run_command
 from orchestrator.sandbox.files import copy_tree
@@ -145,6 +150,27 @@ def score_build(
     broken = _set_up(project, executor, cache_dir, every_file=task.kind == "enhance")
     if broken:
         return Score(verdict="broken", failures=broken, skipped=copied.skipped)
+    stories = has_stories(task.dir)
+    python = any(p.suffix == ".py" for p in (task.dir / "acceptance").iterdir())
+    score = _python_checks(task, project, folder, executor) if python or not stories else None
+    if not stories or (score is not None and score.verdict != "scored"):
+        return score.model_copy(update={"skipped": copied.skipped})
+    told = score_stories(task.dir, project, folder, executor, cache_dir)
+    if told.why:
+        verdict = "tampered" if told.tampered else "broken"
+        return Score(verdict=verdict, failures=told.why, skipped=copied.skipped)
+    score = score or Score(verdict="scored")
+    return Score(
+        verdict="scored",
+        passed=score.passed + told.passed,
+        total=score.total + told.total,
+        failures="; ".join(filter(None, [score.failures, *(told.failures or [])[:5]])),
+        skipped=copied.skipped,
+    )
+
+
+def _python_checks(task: MatrixTask, project: Path, folder: Path, executor: ExecConfig) -> Score:
+    """The task's Python checks, run by the acceptance runner in the set-up ``project``."""
     checks, last = folder / "checks", folder / "last"
     shutil.copytree(task.dir / "acceptance", checks)
     last.mkdir()
@@ -173,10 +199,10 @@ def score_build(
     report = last_report(result.output, key)
     if report is None:
         why = f"the acceptance runner printed no result: {result.for_model()[-300:]}"
-        return Score(verdict="broken", failures=why, skipped=copied.skipped)
+        return Score(verdict="broken", failures=why)
     tampered = canaries.judge(report)
     if tampered:
-        return Score(verdict="tampered", failures=tampered, skipped=copied.skipped)
+        return Score(verdict="tampered", failures=tampered)
     failures = [
         f for f in report.get("failures", []) if not str(f.get("check")).startswith(canaries.file)
     ]
@@ -185,7 +211,6 @@ def score_build(
         passed=int(report.get("passed", 0)) - 1,
         total=int(report.get("total", 0)) - 2,
         failures="; ".join(f"{f['check']}: {str(f.get('error'))[:120]}" for f in failures[:5]),
-        skipped=copied.skipped,
     )
 
 

@@ -47,10 +47,19 @@ class NodeStack:
     )
 
     serves: str = ""
-    """Node code is run as it is (``node``, or ``tsx`` for TypeScript): nothing to build."""
+    """Node code is run as it is (``node``, or ``tsx`` for TypeScript), or as its ``build``
+    script leaves it (``tsc`` into ``dist/``)."""
 
     def artifact(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
-        return None
+        """``npm run build`` when package.json has a build script (a TypeScript package
+        compiled to what its users import); nothing to build otherwise."""
+        from phases.stacks.web import manifest
+
+        scripts = manifest(ctx.workspace.root, self.root).get("scripts")
+        if not (isinstance(scripts, dict) and isinstance(scripts.get("build"), str)):
+            return None
+        command = f"cd {shlex.quote(self.root)} && npm run build --silent"
+        return run_step(ctx, "the package's build", command, timeout_s=600)
 
     def artifact_path(self, workspace: Path) -> str:
         return ""

@@ -82,5 +82,19 @@ def test_python_and_node_code_is_run_as_it_is(tmp_path):
     assert [(s.name, s.root) for s in found] == [("python", "."), ("node", "tool")]
     assert all(s.artifact(ctx, ctx.plan()) is None for s in found)
     assert build_artifacts(ctx, ctx.plan()) is None
-    assert [(s.serves, s.artifact_path(ctx.workspace.root)) for s in found] == [("", "")] * 2
+    assert [s.artifact_path(ctx.workspace.root) for s in found] == ["", ""]
     assert sorted(p for p in ctx.workspace.root.rglob("*")) == before
+
+
+def test_a_node_package_with_a_build_script_is_built(tmp_path):
+    """A TypeScript package's users import what ``tsc`` wrote: its build script runs, and
+    one that fails fails the artifact (here, with no compiler needed: a plain script)."""
+    manifest = {"name": "t", "scripts": {"build": "mkdir -p dist && cp index.js dist/"}}
+    files = {"package.json": json.dumps(manifest), "index.js": "export const one = 1;\n"}
+    ctx = project(tmp_path, files, stack=["node"])
+    assert build_artifacts(ctx, ctx.plan()) is None
+    assert (ctx.workspace.root / "dist" / "index.js").is_file()
+    manifest["scripts"]["build"] = "exit 3"
+    (ctx.workspace.root / "package.json").write_text(json.dumps(manifest))
+    failed = build_artifacts(ctx, ctx.plan())
+    assert failed is not None and "the package's build" in failed.summary, failed

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
 REFS = Path(__file__).resolve().parents[2] / "fixtures" / "judge_refs"
 STACK_REFS = REFS.with_name("stack_refs")  # Go, Rust and Node tasks: test_stack_refs.py
+STORY_REFS = REFS.with_name("story_refs")  # tasks checked by stories: test_story_refs.py
 TASKS = {t.id: t for t in load_matrix(DEFAULT_MATRIX)}
 
 
@@ -53,7 +54,7 @@ def as_built(task_id: str, where: Path) -> Path:
 
 
 def test_every_shipped_task_has_a_reference():
-    refs = {p.name for folder in (REFS, STACK_REFS) for p in folder.iterdir()}
+    refs = {p.name for folder in (REFS, STACK_REFS, STORY_REFS) for p in folder.iterdir()}
     missing = sorted(set(TASKS) - refs)
     assert missing == []
 
