@@ -15,6 +15,7 @@ from pathlib import Path
 
 from orchestrator.sandbox.files import what_is
 from phases.base import CheckResult, PhaseContext, Plan, run_step
+from phases.stacks.paths import manifest
 
 SCRIPTS = (".js", ".mjs", ".cjs")
 
@@ -53,8 +54,6 @@ class NodeStack:
     def artifact(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
         """``npm run build`` when package.json has a build script (a TypeScript package
         compiled to what its users import); nothing to build otherwise."""
-        from phases.stacks.web import manifest
-
         scripts = manifest(ctx.workspace.root, self.root).get("scripts")
         if not (isinstance(scripts, dict) and isinstance(scripts.get("build"), str)):
             return None

@@ -14,31 +14,18 @@ fails, and the message says where it must go.
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.sandbox.files import read_regular, what_is
-from orchestrator.sandbox.installs import InstallError, subfolder
+from orchestrator.sandbox.files import what_is
 from phases.base import CheckResult, PhaseContext, Plan, run_step
 from phases.stacks.node import type_check
-from phases.stacks.paths import in_root
+from phases.stacks.paths import in_root, manifest
 
 OUT_DIR = "dist"
 """Where the build puts the page (Vite's default ``outDir``)."""
 WEB_PACKAGES = frozenset({"react", "react-dom", "vite", "@vitejs/plugin-react", "vue", "svelte"})
-
-
-def manifest(workspace: Path, root: str) -> dict:
-    """``root``'s ``package.json`` as a dict; {} when it is missing, not a regular file, not
-    JSON, or below a folder that is a link (the host follows no link the model made)."""
-    try:
-        folder = subfolder(workspace, root)
-        data = json.loads(read_regular(folder / "package.json"))
-    except (InstallError, ValueError, OSError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def is_web(workspace: Path, root: str) -> bool:

@@ -19,7 +19,7 @@ import pytest
 from orchestrator.sandbox.signing import JUDGE_PYTHON, last_report, new_key
 from phases import plan as plan_phase
 from phases.base import PhaseContext
-from phases.stories import gate, runner
+from phases.stories import browser, gate, runner
 from phases.stories.runner import NO_RESULT, run_stories
 from phases.stories.schema import Stories
 from tests.support import phase_context
@@ -295,17 +295,27 @@ def drive(story, base_url, shots_dir):
 what cadillac serves of the built front end."""
 
 
+def shown_browser(monkeypatch, folder: Path | None) -> None:
+    """The story driver is shown ``folder`` as where cadillac's modules are (a stand-in
+    ``phases/stories/browser.py`` in it), or nothing at all (None)."""
+    paths = browser.DriverPaths([folder], [folder]) if folder else browser.DriverPaths([], [])
+    monkeypatch.setattr(runner.browser, "driver_paths", lambda: paths)
+
+
 def test_a_browser_story_without_a_browser_fails_and_says_so(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "BROWSER", tmp_path / "no-browser.py")
+    shown_browser(monkeypatch, None)
     ctx = workspace(tmp_path, {"dist/index.html": "<p>hi</p>"})
     story = {"kind": "browser", "name": "page", "expect_text": ["hi"]}
     assert "browser stories are not available" in failure(drive(ctx, story))
 
 
 def test_a_browser_storys_screenshot_comes_back_as_a_file_and_links_do_not(tmp_path, monkeypatch):
-    fake = tmp_path / "browser.py"
-    fake.write_text(BROWSER)
-    monkeypatch.setattr(runner, "BROWSER", fake)
+    fake = tmp_path / "shown"
+    (fake / "phases" / "stories").mkdir(parents=True)
+    (fake / "phases" / "__init__.py").write_text("")
+    (fake / "phases" / "stories" / "__init__.py").write_text("")
+    (fake / "phases" / "stories" / "browser.py").write_text(BROWSER)
+    shown_browser(monkeypatch, fake)
     ctx = workspace(tmp_path, {"dist/index.html": "<p>hi</p>"})
     os.symlink("/etc/passwd", ctx.workspace.root / "dist" / "pw.txt")
     out = tmp_path / "run" / "shots"
