@@ -60,6 +60,11 @@ HERE = Path(__file__).resolve().parent
 KEEP_CHARS = 2000
 READ_BYTES = 4 * 1024 * 1024
 LIBRARY_TIMEOUT_S = 60.0
+DRAIN_S = 5.0
+"""How long a pipe's reader is waited for once everything that wrote to it is dead."""
+PATTERN_S = 5.0
+"""The longest a story's ``matches`` pattern may search (one that backtracks without end
+fails the story, saying so, and the run goes on)."""
 READY_POLL_S = 0.1
 PR_SET_CHILD_SUBREAPER = 36
 USER_HEADERS = {"User-Agent": "curl/8.5.0", "Accept": "*/*"}
@@ -123,6 +128,22 @@ def at_path(value, path: str):
     return value
 
 
+def search(pattern: str, text: str):
+    """``re.search``, stopped (TimeoutError) after :data:`PATTERN_S`: Python's matcher
+    checks for signals, so an alarm ends a pattern that backtracks without end."""
+
+    def late(*_) -> None:
+        raise TimeoutError
+
+    before = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, PATTERN_S)
+    try:
+        return re.search(pattern, text)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
 def text_problems(what: str, expect: dict | None, text: str) -> list[str]:
     """What of ``expect`` (a TextExpect) ``text`` does not hold, one line each."""
     if not expect:
@@ -137,9 +158,12 @@ def text_problems(what: str, expect: dict | None, text: str) -> list[str]:
     pattern = expect.get("matches")
     if pattern is not None:
         try:
-            found = re.search(pattern, text)
+            found = search(pattern, text)
         except re.error as exc:
             found, problems = True, [*problems, f"the pattern {pattern!r} is invalid: {exc}"]
+        except TimeoutError:
+            found = True
+            problems.append(f"the pattern {pattern!r} searched {what} past {PATTERN_S:g} s")
         if not found:
             problems.append(f"{what} does not match {pattern!r}")
     paths = expect.get("json") or {}
@@ -424,6 +448,21 @@ const send = (answer) => { fs.writeSync(fd, JSON.stringify(answer)); process.exi
 """
 
 
+class Drain(threading.Thread):
+    """A pipe read to its end as the child writes it (the first :data:`READ_BYTES` kept),
+    so a child whose answer is more than the pipe holds never waits on us."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(daemon=True)
+        self.fd, self.data = fd, b""
+
+    def run(self) -> None:
+        with os.fdopen(self.fd, "rb") as pipe:
+            self.data = pipe.read(READ_BYTES)
+            while pipe.read(READ_BYTES):
+                pass
+
+
 def call_argv(story: dict, python: str, fd: int) -> list[str]:
     if story["language"] == "python":
         return [python, "-c", PYTHON_CALL, str(fd)]
@@ -438,6 +477,7 @@ def library(story: dict, root: str, python: str, **_) -> dict:
     args = ", ".join(json.dumps(a) for a in story["args"])
     sent = f"{story['language']}: {story['function']}({args}) of {story['module']}"
     read_end, write_end = os.pipe()
+    answers = Drain(read_end)
     try:
         proc = start(
             call_argv(story, python, write_end),
@@ -453,6 +493,7 @@ def library(story: dict, root: str, python: str, **_) -> dict:
         return outcome(sent, "", [f"the {story['language']} child could not start: {exc}"])
     finally:
         os.close(write_end)
+    answers.start()
     try:
         output, _ = proc.communicate(json.dumps(call).encode(), timeout=LIBRARY_TIMEOUT_S)
         late = ""
@@ -460,8 +501,8 @@ def library(story: dict, root: str, python: str, **_) -> dict:
         output, late = b"", f"the call ran past {LIBRARY_TIMEOUT_S:g} s"
     finally:
         end_group(proc)
-    with os.fdopen(read_end, "rb") as answers:
-        answer_text = decode(answers.read(READ_BYTES))
+    answers.join(DRAIN_S)
+    answer_text = decode(answers.data)
     printed = decode(output or b"")
     try:
         answer = json.loads(answer_text)
@@ -553,6 +594,26 @@ class StaticFiles(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def built_folder(root: str, relative: str) -> str | None:
+    """``root/relative`` when each of its parts is a real folder inside ``root`` (walked
+    without following a link, never ``..``); None otherwise."""
+    parts = [p for p in relative.split("/") if p not in ("", ".")]
+    if relative.startswith("/") or ".." in parts:
+        return None
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+    fd = os.open(root, flags)
+    try:
+        for part in parts:
+            deeper = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = deeper
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return os.path.join(root, *parts)
+
+
 def static_server(folder: str):
     handler = functools.partial(StaticFiles, directory=folder)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -587,8 +648,8 @@ def browser(story: dict, root: str, out: str, sites: list[str], **_) -> dict:
                 if why:
                     return outcome(sent, f"server output:\n{log_tail(log)}", [why])
             else:
-                folder = os.path.join(root, story.get("serve") or "dist")
-                if os.path.islink(folder) or not os.path.isdir(folder):
+                folder = built_folder(root, story.get("serve") or "dist")
+                if folder is None:
                     return outcome(sent, "", [f"{story.get('serve')} is not a built folder"])
                 server = static_server(folder)
                 base = f"http://127.0.0.1:{server.server_address[1]}"

@@ -104,6 +104,12 @@ class LibraryStory(Strict):
     """The exception's name (``ValueError``, ``TypeError``); then ``returns`` is not read."""
 
 
+def inside(path: str) -> None:
+    """ValueError unless ``path`` is a relative path that stays inside the workspace."""
+    if path.startswith("/") or ".." in path.split("/"):
+        raise ValueError(f"{path!r} must be a path inside the workspace")
+
+
 class BrowserStep(Strict):
     action: Literal["click", "type", "wait_for", "press"]
     selector: str = Field(min_length=1)
@@ -123,6 +129,11 @@ class BrowserStory(Strict):
     expect_text: list[str] = Field(min_length=1)
     timeout_s: float = Field(default=30, gt=0, le=300)
 
+    @model_validator(mode="after")
+    def _inside(self) -> BrowserStory:
+        inside(self.serve)
+        return self
+
 
 class FilesStory(Strict):
     kind: Literal["files"] = "files"
@@ -132,8 +143,7 @@ class FilesStory(Strict):
 
     @model_validator(mode="after")
     def _inside(self) -> FilesStory:
-        if self.path.startswith("/") or ".." in self.path.split("/"):
-            raise ValueError(f"{self.path!r} must be a path inside the workspace")
+        inside(self.path)
         return self
 
 

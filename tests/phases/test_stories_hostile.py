@@ -1,0 +1,152 @@
+"""User stories under attack: a project (and its plan's stories) written to end, cut, hang or
+escape the story driver, through paths the stories' own tests do not try.
+
+Each runs for real, in the sandbox, through the story driver (``tests.support``), as the
+integrate and validate checks run them; the host's own reading of ``stories.json`` runs
+as the plan's check runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+from pydantic import ValidationError
+
+from phases.stories import gate
+from phases.stories.schema import BrowserStory, LibraryStory
+from tests.phases.test_stories import drive, failure, workspace
+
+pytestmark = pytest.mark.e2e  # the sandbox and real programs
+
+
+# ------------------------------------------------------------------------- the result line
+WRITE_OTHERS_STDOUT = """import os
+wrote = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    if int(pid) == os.getpid():
+        continue
+    for fd in ("1", "2"):
+        try:
+            out = os.open(f"/proc/{pid}/fd/{fd}", os.O_WRONLY)
+        except OSError:
+            continue
+        os.write(out, b'{"judge": "0", "report": "{}"}\\n')
+        wrote.append(pid)
+print("wrote to", wrote if wrote else "nothing")
+"""
+
+
+def test_a_program_cannot_write_into_the_drivers_or_the_sandboxs_output(tmp_path):
+    """/proc/<driver>/fd/1 (and bwrap's) is refused: the driver is not dumpable, and the
+    sandbox's init is not the project's."""
+    ctx = workspace(tmp_path, {"w.py": WRITE_OTHERS_STDOUT})
+    story = {"kind": "cli", "name": "w", "argv": ["python", "w.py"]}
+    report = drive(ctx, {**story, "stdout": {"equals": "wrote to nothing"}})
+    assert report.passed, report
+
+
+# ------------------------------------------------------------------------- story fields
+def test_a_pattern_that_backtracks_without_end_fails_its_story_in_seconds(tmp_path):
+    """``matches: "(a+)+$"`` on a long run of a's: the pattern stops after PATTERN_S, the
+    story fails saying so, and the next story still runs."""
+    ctx = workspace(tmp_path, {"a.py": "print('a' * 64 + 'b')"})
+    cli = {"kind": "cli", "argv": ["python", "a.py"], "timeout_s": 5}
+    start = time.monotonic()
+    report = drive(
+        ctx,
+        {**cli, "name": "slow", "stdout": {"matches": "(a+)+$"}},
+        {**cli, "name": "fine", "stdout": {"contains": ["ab"]}},
+    )
+    assert time.monotonic() - start < 25
+    slow, fine = report.results
+    assert not slow.passed and "'(a+)+$' searched stdout past 5 s" in slow.got, slow
+    assert fine.passed, fine
+
+
+def test_a_stories_json_over_the_limit_is_refused_without_reading_it_all(tmp_path):
+    """A 5 MB expected text (valid JSON, valid stories) is refused by its size, and a sparse
+    file of gigabytes is never read into the host's memory."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    huge = {"kind": "files", "name": "f", "path": "a", "expect": {"equals": "x" * 5 * 2**20}}
+    (ws / "stories.json").write_text(json.dumps({"stories": [huge]}))
+    with pytest.raises(gate.StoriesError, match="stories.json is over 4 MB"):
+        gate.load_stories(ws)
+    with open(ws / "stories.json", "wb") as handle:
+        handle.truncate(8 * 2**30)
+    with pytest.raises(gate.StoriesError, match="stories.json is over 4 MB"):
+        gate.load_stories(ws)
+
+
+def test_stories_json_through_a_link_or_a_fifo_is_refused(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "elsewhere.json").write_text('{"stories": []}')
+    (ws / "stories.json").symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(gate.StoriesError, match="symbolic link; it must be a regular file"):
+        gate.load_stories(ws)
+    (ws / "stories.json").unlink()
+    os.mkfifo(ws / "stories.json")
+    with pytest.raises(gate.StoriesError, match="it must be a regular file"):
+        gate.load_stories(ws)
+
+
+@pytest.mark.parametrize("function", ["__import__('os').system", "a;b", "constructor()"])
+def test_a_library_function_name_that_is_code_is_refused(function):
+    with pytest.raises(ValidationError):
+        LibraryStory(name="x", language="python", module="m", function=function)
+
+
+# ------------------------------------------------------------------------- files
+def test_a_files_story_on_a_fifo_fails_at_once_and_never_waits_for_a_writer(tmp_path):
+    ctx = workspace(tmp_path, {})
+    os.mkfifo(ctx.workspace.root / "pipe")
+    start = time.monotonic()
+    report = drive(ctx, {"kind": "files", "name": "f", "path": "pipe", "expect": {}})
+    assert time.monotonic() - start < 10
+    assert "pipe cannot be read as a regular file" in failure(report)
+
+
+# ------------------------------------------------------------------------- library
+BIG_ANSWER = "def rows():\n    return ['x' * 100] * 2000\n"
+
+
+def test_a_library_call_whose_answer_is_more_than_a_pipe_holds_is_read(tmp_path):
+    """200 KB of JSON back: the driver reads the answer while the child writes it (the
+    child never waits on a full pipe until the call's time limit)."""
+    ctx = workspace(tmp_path, {"big.py": BIG_ANSWER})
+    start = time.monotonic()
+    report = drive(
+        ctx,
+        {
+            "kind": "library",
+            "name": "rows",
+            "language": "python",
+            "module": "big",
+            "function": "rows",
+            "returns": ["x" * 100] * 2000,
+        },
+    )
+    assert report.passed, report.results[0].got[:300]
+    assert time.monotonic() - start < 20
+
+
+# ------------------------------------------------------------------------- browser
+@pytest.mark.parametrize("serve", ["/proc/self", "../elsewhere", "dist/../../x"])
+def test_a_served_folder_outside_the_workspace_is_refused_by_the_schema(serve):
+    with pytest.raises(ValidationError, match="must be a path inside the workspace"):
+        BrowserStory(name="b", expect_text=["x"], serve=serve)
+
+
+def test_a_served_folder_reached_through_a_link_is_not_served(tmp_path):
+    """``serve: "app/dist"`` where ``app`` is a link (here to a folder of the workspace, as
+    one to anywhere the sandbox shows): the driver walks every part without following a
+    link, so it serves nothing."""
+    ctx = workspace(tmp_path, {"real/dist/index.html": "<p>through a link</p>"})
+    (ctx.workspace.root / "app").symlink_to("real")
+    story = {"kind": "browser", "name": "b", "serve": "app/dist", "expect_text": ["a link"]}
+    report = drive(ctx, story)
+    assert "app/dist is not a built folder" in failure(report)
