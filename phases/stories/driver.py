@@ -28,6 +28,11 @@ What this module decides, and why:
 * **What a story leaves running dies with it.** This process is a child subreaper, so a
   server's children that leave its process group (``setsid``, a double fork) are still
   ours: after each story the group is killed and so is every process left under us.
+* **No story outlasts its limits, whatever the project does.** A program's output (and a
+  library call's answer) is read as it is written, the first :data:`READ_BYTES` kept and
+  the rest read away (``Drain``): a full pipe never stalls a child, output without end
+  never fills this process; a ``matches`` pattern that backtracks stops after
+  :data:`PATTERN_S`.
 * Per story, what was sent and what came back are kept (each cut to
   :data:`KEEP_CHARS`); a failing story's ``got`` starts with what did not hold.
 """
@@ -228,6 +233,39 @@ def start(argv: list[str], root: str, env: dict, **streams) -> subprocess.Popen:
     return subprocess.Popen(argv, cwd=root, env=env, start_new_session=True, **streams)
 
 
+class Drain(threading.Thread):
+    """A pipe read to its end as the child writes it, the first :data:`READ_BYTES` kept:
+    a child that writes more than the pipe holds never waits on us, and one that writes
+    without end never fills this process's memory."""
+
+    def __init__(self, pipe) -> None:
+        super().__init__(daemon=True)
+        self.pipe, self.data = pipe, b""
+        self.start()
+
+    def run(self) -> None:
+        with self.pipe:
+            self.data = self.pipe.read(READ_BYTES)
+            while self.pipe.read(READ_BYTES):
+                pass
+
+    def read(self) -> bytes:
+        """What was kept, once the writers are gone (waiting at most :data:`DRAIN_S`)."""
+        self.join(DRAIN_S)
+        return self.data
+
+
+def feed(pipe, data: bytes) -> None:
+    """Write ``data`` to a child's stdin and close it, in the background (a child that does
+    not read it, or ends first, is its own business)."""
+
+    def write() -> None:
+        with contextlib.suppress(OSError), pipe:
+            pipe.write(data)
+
+    threading.Thread(target=write, daemon=True).start()
+
+
 def user_env(extra: dict) -> dict:
     return {**os.environ, **{str(k): str(v) for k, v in extra.items()}}
 
@@ -249,16 +287,16 @@ def cli(story: dict, root: str, **_) -> dict:
         )
     except OSError as exc:
         return outcome(sent, "", [f"the program could not start: {exc}"])
+    outs = (Drain(proc.stdout), Drain(proc.stderr))
+    feed(proc.stdin, stdin.encode())
     try:
-        out, err = proc.communicate(stdin.encode(), timeout=story.get("timeout_s") or 30)
+        proc.wait(timeout=story.get("timeout_s") or 30)
         timed_out = False
     except subprocess.TimeoutExpired:
-        end_group(proc)
-        out, err = proc.communicate()
         timed_out = True
     finally:
         end_group(proc)
-    stdout, stderr = decode(out), decode(err)
+    stdout, stderr = (decode(o.read()) for o in outs)
     got = f"exit status {proc.returncode}\nstdout:\n{stdout}\nstderr:\n{stderr}"
     if timed_out:
         return outcome(sent, got, [f"the program ran past {story.get('timeout_s') or 30:g} s"])
@@ -448,21 +486,6 @@ const send = (answer) => { fs.writeSync(fd, JSON.stringify(answer)); process.exi
 """
 
 
-class Drain(threading.Thread):
-    """A pipe read to its end as the child writes it (the first :data:`READ_BYTES` kept),
-    so a child whose answer is more than the pipe holds never waits on us."""
-
-    def __init__(self, fd: int) -> None:
-        super().__init__(daemon=True)
-        self.fd, self.data = fd, b""
-
-    def run(self) -> None:
-        with os.fdopen(self.fd, "rb") as pipe:
-            self.data = pipe.read(READ_BYTES)
-            while pipe.read(READ_BYTES):
-                pass
-
-
 def call_argv(story: dict, python: str, fd: int) -> list[str]:
     if story["language"] == "python":
         return [python, "-c", PYTHON_CALL, str(fd)]
@@ -477,7 +500,6 @@ def library(story: dict, root: str, python: str, **_) -> dict:
     args = ", ".join(json.dumps(a) for a in story["args"])
     sent = f"{story['language']}: {story['function']}({args}) of {story['module']}"
     read_end, write_end = os.pipe()
-    answers = Drain(read_end)
     try:
         proc = start(
             call_argv(story, python, write_end),
@@ -493,17 +515,17 @@ def library(story: dict, root: str, python: str, **_) -> dict:
         return outcome(sent, "", [f"the {story['language']} child could not start: {exc}"])
     finally:
         os.close(write_end)
-    answers.start()
+    answers, output = Drain(os.fdopen(read_end, "rb")), Drain(proc.stdout)
+    feed(proc.stdin, json.dumps(call).encode())
     try:
-        output, _ = proc.communicate(json.dumps(call).encode(), timeout=LIBRARY_TIMEOUT_S)
+        proc.wait(timeout=LIBRARY_TIMEOUT_S)
         late = ""
     except subprocess.TimeoutExpired:
-        output, late = b"", f"the call ran past {LIBRARY_TIMEOUT_S:g} s"
+        late = f"the call ran past {LIBRARY_TIMEOUT_S:g} s"
     finally:
         end_group(proc)
-    answers.join(DRAIN_S)
-    answer_text = decode(answers.data)
-    printed = decode(output or b"")
+    answer_text = decode(answers.read())
+    printed = decode(output.read())
     try:
         answer = json.loads(answer_text)
     except ValueError:

@@ -150,3 +150,21 @@ def test_a_served_folder_reached_through_a_link_is_not_served(tmp_path):
     story = {"kind": "browser", "name": "b", "serve": "app/dist", "expect_text": ["a link"]}
     report = drive(ctx, story)
     assert "app/dist is not a built folder" in failure(report)
+
+
+# ------------------------------------------------------------------------- output
+FLOOD = "import sys\nchunk = b'x' * 2**20\nwhile True:\n    sys.stdout.buffer.write(chunk)\n"
+
+
+def test_a_program_that_prints_without_end_fails_its_story_and_the_next_still_runs(tmp_path):
+    """Gigabytes on stdout: the driver keeps the first READ_BYTES and reads the rest away
+    (a library call's output too: the same Drain), so its memory never fills; the story
+    fails for its time limit, saying so, and the next one holds."""
+    ctx = workspace(tmp_path, {"flood.py": FLOOD})
+    flood = {"kind": "cli", "name": "flood", "argv": ["python", "flood.py"], "timeout_s": 5}
+    fine = {"kind": "cli", "name": "fine", "argv": ["python", "-c", "print(1)"]}
+    report = drive(ctx, flood, fine)
+    flooded, held = report.results
+    assert not flooded.passed and "the program ran past 5 s" in flooded.got, flooded.got[:300]
+    assert "xxxx" in flooded.got and "chars cut" in flooded.got
+    assert held.passed, held
