@@ -31,7 +31,8 @@ What this module decides, and why:
 * **No story outlasts its limits, whatever the project does.** A program's output (and a
   library call's answer) is read as it is written, the first :data:`READ_BYTES` kept and
   the rest read away (``Drain``): a full pipe never stalls a child, output without end
-  never fills this process; a ``matches`` pattern that backtracks stops after
+  never fills this process; a server's answers, however slowly it drips them, end at the
+  story's time limit (``fetch_within``); a ``matches`` pattern that backtracks stops after
   :data:`PATTERN_S`.
 * Per story, what was sent and what came back are kept (each cut to
   :data:`KEEP_CHARS`); a failing story's ``got`` starts with what did not hold.
@@ -340,6 +341,28 @@ def fetch(url: str, method="GET", body: bytes | None = None, headers=None, timeo
             return answer.code, dict(answer.headers.items()), answer.read(READ_BYTES)
 
 
+def fetch_within(deadline: float, url: str, *args, **kwargs):
+    """:func:`fetch`, given up at ``deadline`` (TimeoutError) however the server answers: one
+    that drips its answer a byte at a time gets no more time than one that is silent (the
+    request's thread ends when the story's server is killed)."""
+    box: dict = {}
+
+    def work() -> None:
+        try:
+            box["answer"] = fetch(url, *args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    if worker.is_alive():
+        raise TimeoutError("no whole answer within the story's time limit")
+    if "error" in box:
+        raise box["error"]
+    return box["answer"]
+
+
 def serve(argv: list[str], root: str, ready: str, timeout_s: float, log):
     """Start a server on a free port and wait until ``ready`` answers: (proc, base URL, "")
     or (proc or None, "", why not)."""
@@ -356,7 +379,8 @@ def serve(argv: list[str], root: str, ready: str, timeout_s: float, log):
         if proc.poll() is not None:
             return proc, "", f"the server exited with status {proc.returncode} before it answered"
         try:
-            fetch(base + ready, timeout=max(0.2, min(2.0, deadline - time.monotonic())))
+            wait = max(0.2, min(2.0, deadline - time.monotonic()))
+            fetch_within(time.monotonic() + wait, base + ready, timeout=wait)
             return proc, base, ""
         except NO_ANSWER:
             time.sleep(READY_POLL_S)
@@ -376,9 +400,9 @@ def http_story(story: dict, root: str, **_) -> dict:
         try:
             if why:
                 return outcome("\n".join(sent), f"server output:\n{log_tail(log)}", [why])
-            problems = []
+            problems, deadline = [], time.monotonic() + story["timeout_s"]
             for request in story["requests"]:
-                line, answer, wrong = one_request(base, request, story["timeout_s"])
+                line, answer, wrong = one_request(base, request, deadline)
                 sent.append(line)
                 got.append(answer)
                 problems += wrong
@@ -390,8 +414,9 @@ def http_story(story: dict, root: str, **_) -> dict:
                 end_group(proc)
 
 
-def one_request(base: str, request: dict, timeout_s: float) -> tuple[str, str, list[str]]:
-    """(what was sent, what came back, what did not hold) of one request of a story."""
+def one_request(base: str, request: dict, deadline: float) -> tuple[str, str, list[str]]:
+    """(what was sent, what came back, what did not hold) of one request of a story, whose
+    requests all end by ``deadline``."""
     method, path = request["method"], request["path"]
     headers, body = dict(request.get("headers") or {}), None
     if request.get("json_body") is not None:
@@ -402,7 +427,10 @@ def one_request(base: str, request: dict, timeout_s: float) -> tuple[str, str, l
     line = f"{method} {path}" + (f" headers {json.dumps(headers)}" if headers else "")
     line += f" body {decode(body)!r}" if body is not None else ""
     try:
-        status, answer_headers, data = fetch(base + path, method, body, headers, timeout_s)
+        left = max(0.1, deadline - time.monotonic())
+        status, answer_headers, data = fetch_within(
+            deadline, base + path, method, body, headers, left
+        )
     except NO_ANSWER as exc:
         return line, f"{method} {path}: no answer ({exc})", [f"{method} {path}: no answer"]
     text = decode(data)

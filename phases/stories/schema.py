@@ -86,6 +86,7 @@ class HttpStory(Strict):
     """A path that answers once the server is up."""
     requests: list[HttpRequest] = Field(min_length=1)
     timeout_s: float = Field(default=30, gt=0, le=300)
+    """The time the server has to answer ``ready``, and again for all the requests."""
 
 
 class LibraryStory(Strict):

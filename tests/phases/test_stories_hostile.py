@@ -168,3 +168,47 @@ def test_a_program_that_prints_without_end_fails_its_story_and_the_next_still_ru
     assert not flooded.passed and "the program ran past 5 s" in flooded.got, flooded.got[:300]
     assert "xxxx" in flooded.got and "chars cut" in flooded.got
     assert held.passed, held
+
+
+# ------------------------------------------------------------------------- http
+DRIP = """import os, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "1000000")
+        self.end_headers()
+        if self.path == "/health":
+            self.wfile.write(b"x" * 1000000)
+            return
+        while True:  # an answer that never ends, a byte at a time: no read ever times out
+            self.wfile.write(b"x")
+            self.wfile.flush()
+            time.sleep(0.3)
+
+HTTPServer(("127.0.0.1", int(os.environ["PORT"])), Handler).serve_forever()
+"""
+
+
+def test_a_server_that_drips_its_answer_fails_its_story_within_its_time_limit(tmp_path):
+    """Every read gets a byte before it times out, for ever: the story still ends at its
+    time limit (for all its requests), and the next story runs."""
+    ctx = workspace(tmp_path, {"drip.py": DRIP})
+    drip = {
+        "kind": "http",
+        "name": "drip",
+        "start": ["python", "drip.py"],
+        "ready": "/health",
+        "timeout_s": 3,
+        "requests": [{"path": "/a"}, {"path": "/b"}, {"path": "/c"}],
+    }
+    fine = {"kind": "cli", "name": "fine", "argv": ["python", "-c", "print(1)"]}
+    start = time.monotonic()
+    dripped, held = drive(ctx, drip, fine).results
+    assert time.monotonic() - start < 20
+    assert not dripped.passed and "GET /a: no answer" in dripped.got, dripped.got[:300]
+    assert held.passed, held
