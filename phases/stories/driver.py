@@ -742,6 +742,16 @@ def run_all(stories: list[dict], **where) -> list[dict]:
     return results
 
 
+def keep_result(path: str, line: str) -> None:
+    """The signed line, in a new regular file at ``path`` too (whatever the project left
+    there is removed first; when it cannot be written, the printed line is all there is)."""
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with contextlib.suppress(OSError), open(os.open(path, flags, 0o644), "w") as handle:
+        handle.write(line)
+
+
 def subreaper() -> None:
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -753,11 +763,11 @@ def main(argv: list[str] | None = None) -> int:
         "settings",
         help="a JSON file: stories (a file of them), key_file (the runner's secret, removed "
         "at once), python (the project's interpreter), out (a folder for screenshots), sites "
-        "(where Playwright is)",
+        "(where Playwright is), result (a file for the signed line too)",
     )
     with open(parser.parse_args(argv).settings, encoding="utf-8") as handle:
         args = argparse.Namespace(
-            **{"key_file": None, "python": sys.executable, "out": ".", "sites": []}
+            **{"key_file": None, "python": sys.executable, "out": ".", "sites": [], "result": None}
             | json.load(handle)
         )
     judge = load_beside("acceptance_runner")
@@ -779,7 +789,10 @@ def main(argv: list[str] | None = None) -> int:
         results = run_all(stories, root=root, python=python, out=args.out, sites=args.sites)
         os.chdir(root)
         report = {"total": len(results), "results": results}
-        real_stdout.write(judge.signed(report, key) + "\n")
+        line = judge.signed(report, key) + "\n"
+        if args.result:
+            keep_result(args.result, line)
+        real_stdout.write(line)
     return 0 if all(r["passed"] for r in results) else 1
 
 

@@ -11,7 +11,9 @@ What this module decides, and why:
   the driver a fresh key in a file it removes before any project code runs; and reads the
   one result line signed with that key. No such line (the driver was killed, the project
   ended the sandbox early) fails every story with :data:`NO_RESULT`: nothing the project
-  prints can pass a story.
+  prints can pass a story. The driver writes the line to a file of a folder of its own too
+  (:data:`RESULT`), read first: the command's output is capped, and the line of many
+  stories is longer than the cap.
 * **Screenshots come back as files, never links.** The driver writes them into a fresh
   folder the sandbox may write; the host copies only its regular files into ``out_dir``
   (:func:`orchestrator.sandbox.files.copy_tree`).
@@ -27,7 +29,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.sandbox.files import copy_tree
+from orchestrator.sandbox.files import copy_tree, read_regular
 from orchestrator.sandbox.signing import JUDGE_FILES, JUDGE_PYTHON, hand_key, last_report, new_key
 from phases.base import CheckResult, PhaseContext
 from phases.stories import browser
@@ -38,6 +40,10 @@ DRIVER = HERE / "driver.py"
 NO_RESULT = "the story driver printed no result"
 SLACK_S = 30.0
 """The driver's own time beyond its stories' time limits."""
+RESULT = "result.json"
+"""The file the driver also writes its signed line to: the command's output is capped
+(``ExecConfig.output_cap_bytes``), so the line of many stories would be cut there."""
+RESULT_BYTES = 64 * 1024**2
 DETAIL_CHARS = 2500
 """How much of what was sent and what came back a failing story shows the model."""
 DETAIL_STORIES = 8
@@ -99,9 +105,10 @@ def run_stories(ctx: PhaseContext, stories: Stories, *, out_dir: Path | None = N
     with tempfile.TemporaryDirectory() as tmp:  # a name that does not say what it is for
         folder = Path(tmp)
         folder.chmod(0o755)  # the sandbox's user reads it (cadillac may run as root)
-        judge, shots = folder / "judge", folder / "out"
+        judge, shots, verdict = folder / "judge", folder / "out", folder / "verdict"
         judge.mkdir(mode=0o755)
         shots.mkdir()
+        verdict.mkdir()
         for source in (DRIVER, *JUDGE_FILES):
             shutil.copy(source, judge / source.name)
         (judge / "stories.json").write_text(stories.model_dump_json(by_alias=True), "utf-8")
@@ -115,6 +122,7 @@ def run_stories(ctx: PhaseContext, stories: Stories, *, out_dir: Path | None = N
             "key_file": str(key_file),
             "python": str(root / ".venv" / "bin" / "python"),
             "out": str(shots),
+            "result": str(verdict / RESULT),
             "sites": [str(site) for site in sites],
         }
         (judge / "settings.json").write_text(json.dumps(settings), "utf-8")
@@ -124,11 +132,11 @@ def run_stories(ctx: PhaseContext, stories: Stories, *, out_dir: Path | None = N
                 shlex.join(map(str, argv)),
                 timeout_s=time_of(stories),
                 visible=[judge, *(shown.visible if shown else [])],
-                writable=[shots],
+                writable=[shots, verdict],
             )
         finally:
             key_file.unlink(missing_ok=True)
-        report = last_report(result.output, key)
+        report = last_report(_result_file(verdict / RESULT), key) or last_report(result.output, key)
         saved = _keep_shots(shots, out_dir)
     if report is None:
         why = f"{NO_RESULT}: {result.for_model()[-300:]}"
@@ -139,6 +147,15 @@ def run_stories(ctx: PhaseContext, stories: Stories, *, out_dir: Path | None = N
             ]
         )
     return StoryReport(results=[_result(r, saved) for r in report.get("results", [])])
+
+
+def _result_file(path: Path) -> str:
+    """The driver's signed line, from the file it wrote ("" when there is none, or it is
+    not a regular file under :data:`RESULT_BYTES`)."""
+    try:
+        return read_regular(path, RESULT_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _keep_shots(shots: Path, out_dir: Path | None) -> dict[str, str]:

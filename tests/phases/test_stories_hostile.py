@@ -15,6 +15,8 @@ import time
 import pytest
 from pydantic import ValidationError
 
+from orchestrator.bench import scoring
+from orchestrator.sandbox.executor import ExecConfig
 from phases.stories import gate
 from phases.stories.schema import BrowserStory, LibraryStory
 from tests.phases.test_stories import drive, failure, workspace
@@ -212,3 +214,67 @@ def test_a_server_that_drips_its_answer_fails_its_story_within_its_time_limit(tm
     assert time.monotonic() - start < 20
     assert not dripped.passed and "GET /a: no answer" in dripped.got, dripped.got[:300]
     assert held.passed, held
+
+
+# ------------------------------------------------------------------------- installs
+def test_a_frontend_folder_that_is_a_link_is_not_installed_by_the_judge(tmp_path):
+    """The plan lists ``frontend/package.json`` and ``frontend`` is a link (to a folder the
+    model filled elsewhere): the judge's set-up refuses it before any install runs."""
+    project = tmp_path / "project"
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "package.json").write_text('{"dependencies": {"left-pad": "1"}}')
+    project.mkdir()
+    (project / "frontend").symlink_to(tmp_path / "elsewhere")
+    (project / "requirements.txt").write_text("")
+    plan = {
+        "summary": "a full stack",
+        "stack": ["python", "web"],
+        "files": ["requirements.txt", "frontend/package.json"],
+        "dependencies": [],
+        "test_command": "true",
+        "run_command": "true",
+    }
+    (project / "plan.json").write_text(json.dumps(plan))
+    why = scoring._set_up(project, ExecConfig(), None)
+    assert why == (
+        "the project cannot be set up: frontend is a symbolic link; it must be a real folder"
+    )
+
+
+# ------------------------------------------------------------------------- the verdict file
+def test_the_signed_line_of_many_stories_is_read_though_the_output_cap_cuts_it(tmp_path):
+    """20 stories whose output is long: the signed line (> 20 KB, ExecConfig's output cap)
+    is cut in the command's output, and read whole from the driver's result file."""
+    ctx = workspace(tmp_path, {"p.py": "print('a line of output ' * 200)\n"})
+    stories = [{"kind": "cli", "name": f"s{i}", "argv": ["python", "p.py"]} for i in range(20)]
+    report = drive(ctx, *stories)
+    assert report.passed, report.results[0].got[:300]
+    assert len(report.results) == 20
+
+
+PLANT = """import json, os, sys
+settings = open(f"/proc/{os.getppid()}/cmdline", "rb").read().split(b"\\0")[-2].decode()
+result = json.load(open(settings))["result"]
+forged = json.dumps({"judge": "0" * 64, "report": json.dumps({"total": 1, "results": [
+    {"name": "plant", "kind": "cli", "passed": True, "sent": "", "got": "forged"}]})})
+if sys.argv[1] == "file":
+    open(result, "w").write(forged + "\\n")
+    os.chmod(result, 0o444)
+else:
+    os.mkdir(result)
+    open(os.path.join(result, "x"), "w").write(forged)
+print("planted", result)
+sys.exit(1)
+"""
+
+
+@pytest.mark.parametrize("how", ["file", "folder"])
+def test_a_result_file_the_project_plants_first_passes_nothing(tmp_path, how):
+    """The project reads the result file's path (settings.json, named in the driver's
+    command line) and plants a forged verdict there first: the driver removes it (or,
+    when it cannot, the printed line is read), and the story fails as it should."""
+    ctx = workspace(tmp_path, {"plant.py": PLANT})
+    report = drive(ctx, {"kind": "cli", "name": "plant", "argv": ["python", "plant.py", how]})
+    (result,) = report.results
+    assert not result.passed and "the exit status is 1, not 0" in result.got, result.got
+    assert "planted /" in result.got
