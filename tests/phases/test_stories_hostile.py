@@ -278,3 +278,35 @@ def test_a_result_file_the_project_plants_first_passes_nothing(tmp_path, how):
     (result,) = report.results
     assert not result.passed and "the exit status is 1, not 0" in result.got, result.got
     assert "planted /" in result.got
+
+
+# ------------------------------------------------------------------------- deep values
+def test_a_stories_json_nested_past_the_parsers_limit_is_refused_in_one_line(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    story = '{"kind": "library", "name": "x", "language": "python", "module": "m", '
+    (tmp_path / "stories.json").write_text(
+        '{"stories": [' + story + f'"function": "f", "returns": {deep}}}]}}'
+    )
+    with pytest.raises(gate.StoriesError, match="recursion limit exceeded"):
+        gate.load_stories(tmp_path)
+
+
+DEEP = "import sys\nprint('[' * 100000 + ']' * 100000)\n"
+DEEP_LIB = "def f():\n    v = []\n    for _ in range(100000):\n        v = [v]\n    return v\n"
+
+
+def test_output_nested_past_pythons_limit_fails_its_story_and_the_next_still_runs(tmp_path):
+    """A program's JSON (or a library call's answer) 100 000 lists deep: json.loads raises
+    RecursionError in the driver; the story fails, and the run goes on."""
+    ctx = workspace(tmp_path, {"deep.py": DEEP, "deeplib.py": DEEP_LIB})
+    cli = {
+        "kind": "cli",
+        "name": "deep",
+        "argv": ["python", "deep.py"],
+        "stdout": {"json": {"0": 1}},
+    }
+    lib = {"kind": "library", "name": "lib", "language": "python", "module": "deeplib"}
+    fine = {"kind": "cli", "name": "fine", "argv": ["python", "-c", "print(1)"]}
+    deep, library, held = drive(ctx, cli, {**lib, "function": "f", "returns": 1}, fine).results
+    assert not deep.passed and not library.passed, (deep.got[:300], library.got[:300])
+    assert held.passed, held
