@@ -15,8 +15,9 @@ What this module decides, and why:
   (:data:`RESULT`), read first: the command's output is capped, and the line of many
   stories is longer than the cap.
 * **Screenshots come back as files, never links.** The driver writes them into a fresh
-  folder the sandbox may write; the host copies only its regular files into ``out_dir``
-  (:func:`orchestrator.sandbox.files.copy_tree`).
+  folder the sandbox may write; the host copies into ``out_dir`` only the ones the signed
+  report names, each a regular file of at most :data:`SHOT_BYTES` (never what else the
+  project wrote there).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.sandbox.files import copy_tree, read_regular
+from orchestrator.sandbox.files import read_regular
 from orchestrator.sandbox.signing import JUDGE_FILES, JUDGE_PYTHON, hand_key, last_report, new_key
 from phases.base import CheckResult, PhaseContext
 from phases.stories import browser
@@ -44,6 +45,8 @@ RESULT = "result.json"
 """The file the driver also writes its signed line to: the command's output is capped
 (``ExecConfig.output_cap_bytes``), so the line of many stories would be cut there."""
 RESULT_BYTES = 64 * 1024**2
+SHOT_BYTES = 20 * 1024**2
+"""The largest screenshot kept."""
 DETAIL_CHARS = 2500
 """How much of what was sent and what came back a failing story shows the model."""
 DETAIL_STORIES = 8
@@ -137,7 +140,8 @@ def run_stories(ctx: PhaseContext, stories: Stories, *, out_dir: Path | None = N
         finally:
             key_file.unlink(missing_ok=True)
         report = last_report(_result_file(verdict / RESULT), key) or last_report(result.output, key)
-        saved = _keep_shots(shots, out_dir)
+        named = {r.get("screenshot") for r in (report or {}).get("results", [])}
+        saved = _keep_shots(shots, out_dir, {n for n in named if isinstance(n, str)})
     if report is None:
         why = f"{NO_RESULT}: {result.for_model()[-300:]}"
         return StoryReport(
@@ -158,14 +162,26 @@ def _result_file(path: Path) -> str:
         return ""
 
 
-def _keep_shots(shots: Path, out_dir: Path | None) -> dict[str, str]:
-    """Copy the regular files the sandbox wrote into ``out_dir``: name -> where it is now."""
+def _keep_shots(shots: Path, out_dir: Path | None, names: set[str]) -> dict[str, str]:
+    """Copy the screenshots the signed report ``names`` (regular files of at most
+    :data:`SHOT_BYTES`) into ``out_dir``: name -> where it is now. Whatever else the
+    sandbox left in the folder (it is the project's to write) stays behind."""
     if out_dir is None:
         return {}
     shutil.rmtree(out_dir, ignore_errors=True)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    copy_tree(shots, out_dir)
-    return {p.name: str(p) for p in out_dir.iterdir() if p.is_file()}
+    out_dir.mkdir(parents=True)
+    saved = {}
+    for name in sorted(names):
+        if "/" in name or name in ("", ".", ".."):
+            continue
+        try:
+            data = read_regular(shots / name, SHOT_BYTES + 1)
+        except OSError:
+            continue
+        if len(data) <= SHOT_BYTES:
+            (out_dir / name).write_bytes(data)
+            saved[name] = str(out_dir / name)
+    return saved
 
 
 def _result(raw: dict, saved: dict[str, str]) -> StoryResult:

@@ -310,3 +310,40 @@ def test_output_nested_past_pythons_limit_fails_its_story_and_the_next_still_run
     deep, library, held = drive(ctx, cli, {**lib, "function": "f", "returns": 1}, fine).results
     assert not deep.passed and not library.passed, (deep.got[:300], library.got[:300])
     assert held.passed, held
+
+
+# ------------------------------------------------------------------------- screenshots
+FILL_SHOTS = """import json, os
+settings = open(f"/proc/{os.getppid()}/cmdline", "rb").read().split(b"\\0")[-2].decode()
+out = json.load(open(settings))["out"]
+with open(os.path.join(out, "junk.bin"), "wb") as handle:
+    handle.write(b"x" * 2**20)
+open(os.path.join(out, "page.png"), "w").write("not a screenshot of cadillac's")
+print("filled", out)
+"""
+
+
+def test_what_the_project_writes_in_the_screenshot_folder_is_not_copied_to_the_host(
+    tmp_path,
+):
+    """The screenshot folder is the sandbox's to write, and its path is in settings.json:
+    the host keeps only the screenshots the signed report names (none here), never the
+    project's files (up to copy_tree's 500 MB a run, before)."""
+    ctx = workspace(tmp_path, {"fill.py": FILL_SHOTS})
+    out = tmp_path / "run" / "stories" / "integrate"
+    report = drive(ctx, {"kind": "cli", "name": "fill", "argv": ["python", "fill.py"]}, out=out)
+    assert report.passed and "filled /" in report.results[0].got, report.results[0].got
+    assert report.results[0].screenshot is None
+    assert sorted(p.name for p in out.iterdir()) == []
+
+
+def test_a_browser_storys_own_screenshot_still_comes_back(tmp_path):
+    """The screenshot the signed report names is kept (in the real browser, served by the
+    driver), and nothing else of the folder."""
+    ctx = workspace(tmp_path, {"dist/index.html": "<p>hi there</p>"})
+    out = tmp_path / "run" / "shots"
+    report = drive(ctx, {"kind": "browser", "name": "page", "expect_text": ["hi there"]}, out=out)
+    assert report.passed, report.results[0].got[:500]
+    assert report.results[0].screenshot == str(out / "page.png")
+    assert (out / "page.png").read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in out.iterdir()) == ["page.png"]
