@@ -17,8 +17,10 @@ from pydantic import ValidationError
 
 from orchestrator.bench import scoring
 from orchestrator.sandbox.executor import ExecConfig
+from phases.stacks import build_artifacts
 from phases.stories import gate
 from phases.stories.schema import BrowserStory, LibraryStory
+from tests.phases.test_stacks import project
 from tests.phases.test_stories import drive, failure, workspace
 
 pytestmark = pytest.mark.e2e  # the sandbox and real programs
@@ -347,3 +349,30 @@ def test_a_browser_storys_own_screenshot_still_comes_back(tmp_path):
     assert report.results[0].screenshot == str(out / "page.png")
     assert (out / "page.png").read_bytes()[:4] == b"\x89PNG"
     assert sorted(p.name for p in out.iterdir()) == ["page.png"]
+
+
+# ------------------------------------------------------------------------- artifacts
+REACHING = {
+    "go.mod": "module example.com/reach\n\ngo 1.19\n\nrequire (\n\texample.com/dep v0.0.0\n"
+    "\tgolang.org/x/text v0.3.0\n)\n\nreplace example.com/dep => ../outside\n",
+    "main.go": 'package main\n\nimport (\n\t"fmt"\n\n\t"example.com/dep"\n\t_ "golang.org/x/text"\n'
+    ")\n\nfunc main() {\n\tfmt.Println(dep.Secret)\n}\n",
+}
+
+
+def test_a_go_build_reaching_outside_the_workspace_or_to_the_network_builds_nothing(tmp_path):
+    """go.mod replaces a module with a folder beside the workspace (the sandbox does not
+    show it) and requires one that is not downloaded (the build runs offline): the build
+    fails at once, and no program is kept."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "go.mod").write_text("module example.com/dep\n\ngo 1.19\n")
+    (outside / "dep.go").write_text('package dep\n\nconst Secret = "from outside"\n')
+    ctx = project(tmp_path, REACHING, stack=["go"])
+    start = time.monotonic()
+    failed = build_artifacts(ctx, ctx.plan())
+    assert failed is not None and not failed.passed, failed
+    assert time.monotonic() - start < 60
+    assert not (ctx.workspace.root / "bin" / "reach").exists()
+    assert "replacement directory ../outside does not exist" in failed.details
+    assert "network is unreachable" in failed.details
