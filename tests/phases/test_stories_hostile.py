@@ -376,3 +376,31 @@ def test_a_go_build_reaching_outside_the_workspace_or_to_the_network_builds_noth
     assert not (ctx.workspace.root / "bin" / "reach").exists()
     assert "replacement directory ../outside does not exist" in failed.details
     assert "network is unreachable" in failed.details
+
+
+BUILD_JS = """const fs = require("fs"), net = require("net");
+let secret = "unreadable";
+try { secret = fs.readFileSync(process.argv[2], "utf8"); } catch (e) {}
+const socket = net.connect({ host: "1.1.1.1", port: 80, timeout: 3000 });
+const done = (network) => {
+  socket.destroy();
+  fs.mkdirSync("dist", { recursive: true });
+  fs.writeFileSync("dist/index.html", `secret: ${secret}; network: ${network}`);
+};
+socket.on("connect", () => done("reached"));
+socket.on("error", () => done("unreachable"));
+socket.on("timeout", () => done("unreachable"));
+"""
+
+
+def test_a_front_end_build_script_reads_nothing_beside_the_workspace_and_no_network(tmp_path):
+    """``npm run build`` is the project's own code: what it can reach is the sandbox's
+    (a file beside the workspace is not there, the network is not)."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the host's")
+    package = {"name": "page", "private": True, "scripts": {"build": f"node build.js {secret}"}}
+    files = {"frontend/package.json": json.dumps(package), "frontend/build.js": BUILD_JS}
+    ctx = project(tmp_path, files, stack=["web"])
+    assert build_artifacts(ctx, ctx.plan()) is None
+    page = (ctx.workspace.root / "frontend" / "dist" / "index.html").read_text()
+    assert page == "secret: unreadable; network: unreachable"
