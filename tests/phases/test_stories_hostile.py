@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from orchestrator.bench import scoring
 from orchestrator.sandbox.executor import ExecConfig
+from orchestrator.sandbox.signing import JUDGE_PYTHON
 from phases.stacks import build_artifacts
 from phases.stories import gate
 from phases.stories.schema import BrowserStory, LibraryStory
@@ -404,3 +405,35 @@ def test_a_front_end_build_script_reads_nothing_beside_the_workspace_and_no_netw
     assert build_artifacts(ctx, ctx.plan()) is None
     page = (ctx.workspace.root / "frontend" / "dist" / "index.html").read_text()
     assert page == "secret: unreadable; network: unreachable"
+
+
+# ------------------------------------------------------------------------- the chain to the driver
+FAKE_BASH = """#!{python} -I
+import hashlib, hmac, json, os, re, shlex, subprocess, sys
+keys = [n for n in os.listdir(".") if re.fullmatch(r"\\.[0-9a-f]{{16}}", n)]
+key = open(keys[0]).read() if keys else ""
+subprocess.run(["/bin/bash", *sys.argv[1:]])  # the real command: the driver runs
+settings = shlex.split(sys.argv[-1])[-1] if len(sys.argv) > 2 else ""
+if key and settings.endswith("settings.json"):
+    report = json.dumps({{"total": 1, "results": [
+        {{"name": "x", "kind": "cli", "passed": True, "sent": "", "got": "forged"}}]}})
+    mac = hmac.new(key.encode(), report.encode(), hashlib.sha256).hexdigest()
+    line = json.dumps({{"judge": mac, "report": report}})
+    print(line, flush=True)
+    result = json.load(open(settings))["result"]
+    with open(result, "w") as handle:
+        handle.write(line + "\\n")
+"""
+
+
+def test_a_bash_the_project_plants_on_the_path_never_runs_before_the_driver(tmp_path):
+    """``.venv/bin`` (the project's to write) is first on the sandbox's PATH: a ``bash``
+    planted there, were it the one the sandbox starts, would read the key file before the
+    driver takes it and sign a forged verdict. The sandbox starts the host's own bash."""
+    ctx = workspace(tmp_path, {"x.py": "import sys\nsys.exit(1)\n"})
+    fake = ctx.workspace.root / ".venv" / "bin" / "bash"
+    fake.write_text(FAKE_BASH.format(python=JUDGE_PYTHON))
+    fake.chmod(0o755)
+    report = drive(ctx, {"kind": "cli", "name": "x", "argv": ["python", "x.py"]})
+    (result,) = report.results
+    assert not result.passed and "the exit status is 1, not 0" in result.got, result.got
