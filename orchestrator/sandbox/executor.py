@@ -46,6 +46,7 @@ import contextlib
 import functools
 import os
 import selectors
+import shlex
 import shutil
 import signal
 import subprocess
@@ -419,11 +420,15 @@ def _environment(path_prefix, env, package_config, home: str, tmp: str) -> dict[
     return run_env
 
 
+BASH = os.path.realpath(shutil.which("bash") or "/bin/bash")
+"""The host's bash, by its full path: the command's PATH starts with folders the project
+writes (its ``.venv/bin``), and a ``bash`` planted there would run before the command (a
+judge's, whose key file is already in the workspace)."""
 LIMITS = (
     "ulimit -d {data_kib} 2>/dev/null; ulimit -f {fsize_kib} 2>/dev/null; "
     "ulimit -H -t {cpu_hard} 2>/dev/null; ulimit -S -t {cpu} 2>/dev/null; "
     "ulimit -n {nofile} 2>/dev/null; ulimit -u {nproc} 2>/dev/null; "
-    'exec bash -c "$1"'
+    'exec {bash} -c "$1"'
 )
 """Soft CPU limit: SIGXCPU, which says what happened; the hard one kills what ignores it."""
 
@@ -437,8 +442,9 @@ def _limited(command: str, config: ExecConfig) -> list[str]:
         cpu_hard=config.cpu_limit_s + 5,
         nofile=config.open_files_limit,
         nproc=config.process_limit,
+        bash=shlex.quote(BASH),
     )
-    return ["bash", "-c", script, "cadillac-command", command]
+    return [BASH, "-c", script, "cadillac-command", command]
 
 
 MEMORY_WORDS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")

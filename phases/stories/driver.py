@@ -28,6 +28,12 @@ What this module decides, and why:
 * **What a story leaves running dies with it.** This process is a child subreaper, so a
   server's children that leave its process group (``setsid``, a double fork) are still
   ours: after each story the group is killed and so is every process left under us.
+* **No story outlasts its limits, whatever the project does.** A program's output (and a
+  library call's answer) is read as it is written, the first :data:`READ_BYTES` kept and
+  the rest read away (``Drain``): a full pipe never stalls a child, output without end
+  never fills this process; a server's answers, however slowly it drips them, end at the
+  story's time limit (``fetch_within``); a ``matches`` pattern that backtracks stops after
+  :data:`PATTERN_S`.
 * Per story, what was sent and what came back are kept (each cut to
   :data:`KEEP_CHARS`); a failing story's ``got`` starts with what did not hold.
 """
@@ -60,6 +66,11 @@ HERE = Path(__file__).resolve().parent
 KEEP_CHARS = 2000
 READ_BYTES = 4 * 1024 * 1024
 LIBRARY_TIMEOUT_S = 60.0
+DRAIN_S = 5.0
+"""How long a pipe's reader is waited for once everything that wrote to it is dead."""
+PATTERN_S = 5.0
+"""The longest a story's ``matches`` pattern may search (one that backtracks without end
+fails the story, saying so, and the run goes on)."""
 READY_POLL_S = 0.1
 PR_SET_CHILD_SUBREAPER = 36
 USER_HEADERS = {"User-Agent": "curl/8.5.0", "Accept": "*/*"}
@@ -123,6 +134,22 @@ def at_path(value, path: str):
     return value
 
 
+def search(pattern: str, text: str):
+    """``re.search``, stopped (TimeoutError) after :data:`PATTERN_S`: Python's matcher
+    checks for signals, so an alarm ends a pattern that backtracks without end."""
+
+    def late(*_) -> None:
+        raise TimeoutError
+
+    before = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, PATTERN_S)
+    try:
+        return re.search(pattern, text)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
 def text_problems(what: str, expect: dict | None, text: str) -> list[str]:
     """What of ``expect`` (a TextExpect) ``text`` does not hold, one line each."""
     if not expect:
@@ -137,9 +164,12 @@ def text_problems(what: str, expect: dict | None, text: str) -> list[str]:
     pattern = expect.get("matches")
     if pattern is not None:
         try:
-            found = re.search(pattern, text)
+            found = search(pattern, text)
         except re.error as exc:
             found, problems = True, [*problems, f"the pattern {pattern!r} is invalid: {exc}"]
+        except TimeoutError:
+            found = True
+            problems.append(f"the pattern {pattern!r} searched {what} past {PATTERN_S:g} s")
         if not found:
             problems.append(f"{what} does not match {pattern!r}")
     paths = expect.get("json") or {}
@@ -204,6 +234,39 @@ def start(argv: list[str], root: str, env: dict, **streams) -> subprocess.Popen:
     return subprocess.Popen(argv, cwd=root, env=env, start_new_session=True, **streams)
 
 
+class Drain(threading.Thread):
+    """A pipe read to its end as the child writes it, the first :data:`READ_BYTES` kept:
+    a child that writes more than the pipe holds never waits on us, and one that writes
+    without end never fills this process's memory."""
+
+    def __init__(self, pipe) -> None:
+        super().__init__(daemon=True)
+        self.pipe, self.data = pipe, b""
+        self.start()
+
+    def run(self) -> None:
+        with self.pipe:
+            self.data = self.pipe.read(READ_BYTES)
+            while self.pipe.read(READ_BYTES):
+                pass
+
+    def read(self) -> bytes:
+        """What was kept, once the writers are gone (waiting at most :data:`DRAIN_S`)."""
+        self.join(DRAIN_S)
+        return self.data
+
+
+def feed(pipe, data: bytes) -> None:
+    """Write ``data`` to a child's stdin and close it, in the background (a child that does
+    not read it, or ends first, is its own business)."""
+
+    def write() -> None:
+        with contextlib.suppress(OSError), pipe:
+            pipe.write(data)
+
+    threading.Thread(target=write, daemon=True).start()
+
+
 def user_env(extra: dict) -> dict:
     return {**os.environ, **{str(k): str(v) for k, v in extra.items()}}
 
@@ -225,16 +288,16 @@ def cli(story: dict, root: str, **_) -> dict:
         )
     except OSError as exc:
         return outcome(sent, "", [f"the program could not start: {exc}"])
+    outs = (Drain(proc.stdout), Drain(proc.stderr))
+    feed(proc.stdin, stdin.encode())
     try:
-        out, err = proc.communicate(stdin.encode(), timeout=story.get("timeout_s") or 30)
+        proc.wait(timeout=story.get("timeout_s") or 30)
         timed_out = False
     except subprocess.TimeoutExpired:
-        end_group(proc)
-        out, err = proc.communicate()
         timed_out = True
     finally:
         end_group(proc)
-    stdout, stderr = decode(out), decode(err)
+    stdout, stderr = (decode(o.read()) for o in outs)
     got = f"exit status {proc.returncode}\nstdout:\n{stdout}\nstderr:\n{stderr}"
     if timed_out:
         return outcome(sent, got, [f"the program ran past {story.get('timeout_s') or 30:g} s"])
@@ -278,6 +341,28 @@ def fetch(url: str, method="GET", body: bytes | None = None, headers=None, timeo
             return answer.code, dict(answer.headers.items()), answer.read(READ_BYTES)
 
 
+def fetch_within(deadline: float, url: str, *args, **kwargs):
+    """:func:`fetch`, given up at ``deadline`` (TimeoutError) however the server answers: one
+    that drips its answer a byte at a time gets no more time than one that is silent (the
+    request's thread ends when the story's server is killed)."""
+    box: dict = {}
+
+    def work() -> None:
+        try:
+            box["answer"] = fetch(url, *args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline - time.monotonic()))
+    if worker.is_alive():
+        raise TimeoutError("no whole answer within the story's time limit")
+    if "error" in box:
+        raise box["error"]
+    return box["answer"]
+
+
 def serve(argv: list[str], root: str, ready: str, timeout_s: float, log):
     """Start a server on a free port and wait until ``ready`` answers: (proc, base URL, "")
     or (proc or None, "", why not)."""
@@ -294,7 +379,8 @@ def serve(argv: list[str], root: str, ready: str, timeout_s: float, log):
         if proc.poll() is not None:
             return proc, "", f"the server exited with status {proc.returncode} before it answered"
         try:
-            fetch(base + ready, timeout=max(0.2, min(2.0, deadline - time.monotonic())))
+            wait = max(0.2, min(2.0, deadline - time.monotonic()))
+            fetch_within(time.monotonic() + wait, base + ready, timeout=wait)
             return proc, base, ""
         except NO_ANSWER:
             time.sleep(READY_POLL_S)
@@ -314,9 +400,9 @@ def http_story(story: dict, root: str, **_) -> dict:
         try:
             if why:
                 return outcome("\n".join(sent), f"server output:\n{log_tail(log)}", [why])
-            problems = []
+            problems, deadline = [], time.monotonic() + story["timeout_s"]
             for request in story["requests"]:
-                line, answer, wrong = one_request(base, request, story["timeout_s"])
+                line, answer, wrong = one_request(base, request, deadline)
                 sent.append(line)
                 got.append(answer)
                 problems += wrong
@@ -328,8 +414,9 @@ def http_story(story: dict, root: str, **_) -> dict:
                 end_group(proc)
 
 
-def one_request(base: str, request: dict, timeout_s: float) -> tuple[str, str, list[str]]:
-    """(what was sent, what came back, what did not hold) of one request of a story."""
+def one_request(base: str, request: dict, deadline: float) -> tuple[str, str, list[str]]:
+    """(what was sent, what came back, what did not hold) of one request of a story, whose
+    requests all end by ``deadline``."""
     method, path = request["method"], request["path"]
     headers, body = dict(request.get("headers") or {}), None
     if request.get("json_body") is not None:
@@ -340,7 +427,10 @@ def one_request(base: str, request: dict, timeout_s: float) -> tuple[str, str, l
     line = f"{method} {path}" + (f" headers {json.dumps(headers)}" if headers else "")
     line += f" body {decode(body)!r}" if body is not None else ""
     try:
-        status, answer_headers, data = fetch(base + path, method, body, headers, timeout_s)
+        left = max(0.1, deadline - time.monotonic())
+        status, answer_headers, data = fetch_within(
+            deadline, base + path, method, body, headers, left
+        )
     except NO_ANSWER as exc:
         return line, f"{method} {path}: no answer ({exc})", [f"{method} {path}: no answer"]
     text = decode(data)
@@ -453,16 +543,17 @@ def library(story: dict, root: str, python: str, **_) -> dict:
         return outcome(sent, "", [f"the {story['language']} child could not start: {exc}"])
     finally:
         os.close(write_end)
+    answers, output = Drain(os.fdopen(read_end, "rb")), Drain(proc.stdout)
+    feed(proc.stdin, json.dumps(call).encode())
     try:
-        output, _ = proc.communicate(json.dumps(call).encode(), timeout=LIBRARY_TIMEOUT_S)
+        proc.wait(timeout=LIBRARY_TIMEOUT_S)
         late = ""
     except subprocess.TimeoutExpired:
-        output, late = b"", f"the call ran past {LIBRARY_TIMEOUT_S:g} s"
+        late = f"the call ran past {LIBRARY_TIMEOUT_S:g} s"
     finally:
         end_group(proc)
-    with os.fdopen(read_end, "rb") as answers:
-        answer_text = decode(answers.read(READ_BYTES))
-    printed = decode(output or b"")
+    answer_text = decode(answers.read())
+    printed = decode(output.read())
     try:
         answer = json.loads(answer_text)
     except ValueError:
@@ -553,6 +644,26 @@ class StaticFiles(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def built_folder(root: str, relative: str) -> str | None:
+    """``root/relative`` when each of its parts is a real folder inside ``root`` (walked
+    without following a link, never ``..``); None otherwise."""
+    parts = [p for p in relative.split("/") if p not in ("", ".")]
+    if relative.startswith("/") or ".." in parts:
+        return None
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+    fd = os.open(root, flags)
+    try:
+        for part in parts:
+            deeper = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = deeper
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return os.path.join(root, *parts)
+
+
 def static_server(folder: str):
     handler = functools.partial(StaticFiles, directory=folder)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -587,8 +698,8 @@ def browser(story: dict, root: str, out: str, sites: list[str], **_) -> dict:
                 if why:
                     return outcome(sent, f"server output:\n{log_tail(log)}", [why])
             else:
-                folder = os.path.join(root, story.get("serve") or "dist")
-                if os.path.islink(folder) or not os.path.isdir(folder):
+                folder = built_folder(root, story.get("serve") or "dist")
+                if folder is None:
                     return outcome(sent, "", [f"{story.get('serve')} is not a built folder"])
                 server = static_server(folder)
                 base = f"http://127.0.0.1:{server.server_address[1]}"
@@ -631,6 +742,16 @@ def run_all(stories: list[dict], **where) -> list[dict]:
     return results
 
 
+def keep_result(path: str, line: str) -> None:
+    """The signed line, in a new regular file at ``path`` too (whatever the project left
+    there is removed first; when it cannot be written, the printed line is all there is)."""
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with contextlib.suppress(OSError), open(os.open(path, flags, 0o644), "w") as handle:
+        handle.write(line)
+
+
 def subreaper() -> None:
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -642,11 +763,11 @@ def main(argv: list[str] | None = None) -> int:
         "settings",
         help="a JSON file: stories (a file of them), key_file (the runner's secret, removed "
         "at once), python (the project's interpreter), out (a folder for screenshots), sites "
-        "(where Playwright is)",
+        "(where Playwright is), result (a file for the signed line too)",
     )
     with open(parser.parse_args(argv).settings, encoding="utf-8") as handle:
         args = argparse.Namespace(
-            **{"key_file": None, "python": sys.executable, "out": ".", "sites": []}
+            **{"key_file": None, "python": sys.executable, "out": ".", "sites": [], "result": None}
             | json.load(handle)
         )
     judge = load_beside("acceptance_runner")
@@ -668,7 +789,10 @@ def main(argv: list[str] | None = None) -> int:
         results = run_all(stories, root=root, python=python, out=args.out, sites=args.sites)
         os.chdir(root)
         report = {"total": len(results), "results": results}
-        real_stdout.write(judge.signed(report, key) + "\n")
+        line = judge.signed(report, key) + "\n"
+        if args.result:
+            keep_result(args.result, line)
+        real_stdout.write(line)
     return 0 if all(r["passed"] for r in results) else 1
 
 

@@ -33,6 +33,9 @@ from phases.stories.schema import Stories, weakened
 STORIES = "stories.json"
 FIXED = "stories.fixed.json"
 """The plan's stories, in the run's folder (``PhaseContext.records``)."""
+MAX_BYTES = 4 * 1024**2
+"""The most of ``stories.json`` cadillac reads: stories are data a person reads, not a
+place for a file the model made huge."""
 
 
 class StoriesError(Exception):
@@ -49,7 +52,10 @@ def load_stories(root: Path) -> Stories:
     if found is not None:
         raise StoriesError(f"{STORIES} is {found}; it must be a regular file")
     try:
-        return Stories.model_validate_json(read_regular(path))
+        text = read_regular(path, MAX_BYTES + 1)
+        if len(text) > MAX_BYTES:
+            raise StoriesError(f"{STORIES} is over {MAX_BYTES // 1024**2} MB")
+        return Stories.model_validate_json(text)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'stories'}: {e['msg']}"

@@ -11,10 +11,13 @@ What this module decides, and why:
   the driver a fresh key in a file it removes before any project code runs; and reads the
   one result line signed with that key. No such line (the driver was killed, the project
   ended the sandbox early) fails every story with :data:`NO_RESULT`: nothing the project
-  prints can pass a story.
+  prints can pass a story. The driver writes the line to a file of a folder of its own too
+  (:data:`RESULT`), read first: the command's output is capped, and the line of many
+  stories is longer than the cap.
 * **Screenshots come back as files, never links.** The driver writes them into a fresh
-  folder the sandbox may write; the host copies only its regular files into ``out_dir``
-  (:func:`orchestrator.sandbox.files.copy_tree`).
+  folder the sandbox may write; the host copies into ``out_dir`` only the ones the signed
+  report names, each a regular file of at most :data:`SHOT_BYTES` (never what else the
+  project wrote there).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.sandbox.files import copy_tree
+from orchestrator.sandbox.files import read_regular
 from orchestrator.sandbox.signing import JUDGE_FILES, JUDGE_PYTHON, hand_key, last_report, new_key
 from phases.base import CheckResult, PhaseContext
 from phases.stories import browser
@@ -38,6 +41,12 @@ DRIVER = HERE / "driver.py"
 NO_RESULT = "the story driver printed no result"
 SLACK_S = 30.0
 """The driver's own time beyond its stories' time limits."""
+RESULT = "result.json"
+"""The file the driver also writes its signed line to: the command's output is capped
+(``ExecConfig.output_cap_bytes``), so the line of many stories would be cut there."""
+RESULT_BYTES = 64 * 1024**2
+SHOT_BYTES = 20 * 1024**2
+"""The largest screenshot kept."""
 DETAIL_CHARS = 2500
 """How much of what was sent and what came back a failing story shows the model."""
 DETAIL_STORIES = 8
@@ -99,9 +108,10 @@ def run_stories(ctx: PhaseContext, stories: Stories, *, out_dir: Path | None = N
     with tempfile.TemporaryDirectory() as tmp:  # a name that does not say what it is for
         folder = Path(tmp)
         folder.chmod(0o755)  # the sandbox's user reads it (cadillac may run as root)
-        judge, shots = folder / "judge", folder / "out"
+        judge, shots, verdict = folder / "judge", folder / "out", folder / "verdict"
         judge.mkdir(mode=0o755)
         shots.mkdir()
+        verdict.mkdir()
         for source in (DRIVER, *JUDGE_FILES):
             shutil.copy(source, judge / source.name)
         (judge / "stories.json").write_text(stories.model_dump_json(by_alias=True), "utf-8")
@@ -115,6 +125,7 @@ def run_stories(ctx: PhaseContext, stories: Stories, *, out_dir: Path | None = N
             "key_file": str(key_file),
             "python": str(root / ".venv" / "bin" / "python"),
             "out": str(shots),
+            "result": str(verdict / RESULT),
             "sites": [str(site) for site in sites],
         }
         (judge / "settings.json").write_text(json.dumps(settings), "utf-8")
@@ -124,12 +135,13 @@ def run_stories(ctx: PhaseContext, stories: Stories, *, out_dir: Path | None = N
                 shlex.join(map(str, argv)),
                 timeout_s=time_of(stories),
                 visible=[judge, *(shown.visible if shown else [])],
-                writable=[shots],
+                writable=[shots, verdict],
             )
         finally:
             key_file.unlink(missing_ok=True)
-        report = last_report(result.output, key)
-        saved = _keep_shots(shots, out_dir)
+        report = last_report(_result_file(verdict / RESULT), key) or last_report(result.output, key)
+        named = {r.get("screenshot") for r in (report or {}).get("results", [])}
+        saved = _keep_shots(shots, out_dir, {n for n in named if isinstance(n, str)})
     if report is None:
         why = f"{NO_RESULT}: {result.for_model()[-300:]}"
         return StoryReport(
@@ -141,14 +153,35 @@ def run_stories(ctx: PhaseContext, stories: Stories, *, out_dir: Path | None = N
     return StoryReport(results=[_result(r, saved) for r in report.get("results", [])])
 
 
-def _keep_shots(shots: Path, out_dir: Path | None) -> dict[str, str]:
-    """Copy the regular files the sandbox wrote into ``out_dir``: name -> where it is now."""
+def _result_file(path: Path) -> str:
+    """The driver's signed line, from the file it wrote ("" when there is none, or it is
+    not a regular file under :data:`RESULT_BYTES`)."""
+    try:
+        return read_regular(path, RESULT_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _keep_shots(shots: Path, out_dir: Path | None, names: set[str]) -> dict[str, str]:
+    """Copy the screenshots the signed report ``names`` (regular files of at most
+    :data:`SHOT_BYTES`) into ``out_dir``: name -> where it is now. Whatever else the
+    sandbox left in the folder (it is the project's to write) stays behind."""
     if out_dir is None:
         return {}
     shutil.rmtree(out_dir, ignore_errors=True)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    copy_tree(shots, out_dir)
-    return {p.name: str(p) for p in out_dir.iterdir() if p.is_file()}
+    out_dir.mkdir(parents=True)
+    saved = {}
+    for name in sorted(names):
+        if "/" in name or name in ("", ".", ".."):
+            continue
+        try:
+            data = read_regular(shots / name, SHOT_BYTES + 1)
+        except OSError:
+            continue
+        if len(data) <= SHOT_BYTES:
+            (out_dir / name).write_bytes(data)
+            saved[name] = str(out_dir / name)
+    return saved
 
 
 def _result(raw: dict, saved: dict[str, str]) -> StoryResult:

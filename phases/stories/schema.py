@@ -86,6 +86,7 @@ class HttpStory(Strict):
     """A path that answers once the server is up."""
     requests: list[HttpRequest] = Field(min_length=1)
     timeout_s: float = Field(default=30, gt=0, le=300)
+    """The time the server has to answer ``ready``, and again for all the requests."""
 
 
 class LibraryStory(Strict):
@@ -102,6 +103,12 @@ class LibraryStory(Strict):
     """The JSON value the call returns (an awaited promise's, in JavaScript)."""
     raises: str | None = None
     """The exception's name (``ValueError``, ``TypeError``); then ``returns`` is not read."""
+
+
+def inside(path: str) -> None:
+    """ValueError unless ``path`` is a relative path that stays inside the workspace."""
+    if path.startswith("/") or ".." in path.split("/"):
+        raise ValueError(f"{path!r} must be a path inside the workspace")
 
 
 class BrowserStep(Strict):
@@ -123,6 +130,11 @@ class BrowserStory(Strict):
     expect_text: list[str] = Field(min_length=1)
     timeout_s: float = Field(default=30, gt=0, le=300)
 
+    @model_validator(mode="after")
+    def _inside(self) -> BrowserStory:
+        inside(self.serve)
+        return self
+
 
 class FilesStory(Strict):
     kind: Literal["files"] = "files"
@@ -132,8 +144,7 @@ class FilesStory(Strict):
 
     @model_validator(mode="after")
     def _inside(self) -> FilesStory:
-        if self.path.startswith("/") or ".." in self.path.split("/"):
-            raise ValueError(f"{self.path!r} must be a path inside the workspace")
+        inside(self.path)
         return self
 
 
