@@ -29,8 +29,8 @@ TASKS = {t.id: t for t in load_matrix(DEFAULT_MATRIX)}
 STORY_TASKS = sorted(i for i, t in TASKS.items() if has_stories(t.dir))
 WRONG = {
     # task: (file, the correct text, the wrong one, a story that must now fail)
-    "react-todo": ("src/todos.js", "!item.done).length", "item.done).length",
-                   "adds-by-click-and-enter"),
+    "react-todo": ("src/todos.js", "const text = title.trim();", "const text = title;",
+                   "blank-is-ignored"),
     "ts-money": ("src/index.ts", "i < extra ? 1 : 0", "0", "split-larger-first"),
     "node-react-poll": ("server.js", 'pathname === "/api/vote"', 'pathname === "/api/votes"',
                         "page-votes"),
