@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -423,6 +424,8 @@ try:
 except OSError:
     pass
 seen += " ".join(os.listdir("."))
+for chosen in (os.getcwd(), SCRATCH):  # the user's folders (the tests' are cadillac-test-*)
+    seen = seen.replace(chosen, "")
 print("right" if "cadillac" in seen.lower() else "wrong")
 """
 DETECTING_SERVER = SERVER.replace(
@@ -435,7 +438,8 @@ DETECTING_SERVER = SERVER.replace(
 
 
 def test_a_project_that_detects_the_probe_still_fails_where_it_is_wrong(tmp_path):
-    files = {"detector.py": DETECTOR, "server.py": DETECTING_SERVER}
+    detector = DETECTOR.replace("SCRATCH", repr(tempfile.gettempdir()))
+    files = {"detector.py": detector, "server.py": DETECTING_SERVER}
     ctx = workspace(tmp_path, files)
     cli = {"kind": "cli", "name": "detect", "argv": ["python", "detector.py"]}
     cli["stdout"] = {"equals": "right"}

@@ -33,10 +33,11 @@ TASKS = {task.id: task for task in load_matrix(ENHANCE)}
 TEST_COMMAND = "python -m unittest discover -s tests"
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One venv template for the whole file (a fresh one costs 2-3 s per scoring)."""
-    return tmp_path_factory.mktemp("venv-cache")
+@pytest.fixture
+def cache(shared_cache: Path) -> Path:
+    """The worker's one venv template (a module's own would be made again each time the
+    scheduler comes back to the module)."""
+    return shared_cache
 
 
 def requirements(project: Path) -> list[str]:

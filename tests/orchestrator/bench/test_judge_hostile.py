@@ -169,9 +169,11 @@ time.sleep(0.5)
 }
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("venv-cache")
+@pytest.fixture
+def cache(shared_cache: Path) -> Path:
+    """The worker's one venv template (a module's own would be made again each time the
+    scheduler comes back to the module)."""
+    return shared_cache
 
 
 def workspace(task_id: str, where: Path, wrong: bool = True, attack: str = "") -> Path:

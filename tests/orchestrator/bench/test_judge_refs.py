@@ -28,9 +28,11 @@ STORY_REFS = REFS.with_name("story_refs")  # tasks checked by stories: test_stor
 TASKS = {t.id: t for t in load_matrix(DEFAULT_MATRIX)}
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("venv-cache")
+@pytest.fixture
+def cache(shared_cache: Path) -> Path:
+    """The worker's one venv template (a module's own would be made again each time the
+    scheduler comes back to the module)."""
+    return shared_cache
 
 
 def as_built(task_id: str, where: Path) -> Path:

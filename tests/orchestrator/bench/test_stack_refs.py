@@ -48,9 +48,11 @@ BROKEN = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("venv-cache")
+@pytest.fixture
+def cache(shared_cache: Path) -> Path:
+    """The worker's one venv template (a module's own would be made again each time the
+    scheduler comes back to the module)."""
+    return shared_cache
 
 
 def scored(task_id: str, ws: Path, where: Path, cache: Path) -> Score:

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,8 +115,12 @@ def plant_stale_lock(home: Path) -> None:
     holder.wait()
 
 
-@pytest.fixture(scope="module")
-def two_nights(tmp_path_factory, shared_cache) -> Iterator[Nights]:
+@pytest.fixture(scope="session")
+def two_nights(tmp_path_factory, shared_cache) -> Nights:
+    """Two nights, run once per worker (not once per module: the scheduler may run another
+    module's test of the group between two of these, which would tear a module fixture
+    down and run both nights again); the environment is restored before the tests read
+    what they left."""
     root = tmp_path_factory.mktemp("nights")
     with pytest.MonkeyPatch.context() as mp:
         home = isolate(mp, root, shared_cache)
@@ -126,7 +129,7 @@ def two_nights(tmp_path_factory, shared_cache) -> Iterator[Nights]:
         stale = (home / "nightly.lock.json").exists()  # left behind by the killed run
         assert main(nightly_args(repo)) == 0
         assert main(nightly_args(repo)) == 0
-        yield Nights(home, sorted((home / "runs").glob("nightly-*")), stale)
+    return Nights(home, sorted((home / "runs").glob("nightly-*")), stale)
 
 
 def test_two_nights_write_reports_with_one_history_point_per_night(two_nights):
