@@ -15,6 +15,26 @@ FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS_LESSONS = FIXTURES / "cadillac_corpus" / "lessons.jsonl"
 CORPUS_BUDGETS = FIXTURES / "cadillac_corpus" / "budget_history.jsonl"
 
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Keep an ``xdist_group``'s tests on one worker. pytest-xdist's ``--dist loadgroup``
+    names a test's group in its node id (``...@group``) through an attribute pytest 9 no
+    longer reads, so the groups were ignored and the two nights of the nightly tests ran
+    once on each worker; the id is set here where pytest keeps it."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    from _pytest.nodeid import coerce_node_id
+
+    for item in items:
+        names = {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+        if names and "@" not in item.nodeid:
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(sorted(names))}")
+
+
 # A suite started with SIGINT ignored (`nohup make test &`) would hand that to every
 # process it starts, and the tests that stop cadillac with Ctrl-C would wait in vain:
 # Python's own handler again, which the processes started here get back as the default.
