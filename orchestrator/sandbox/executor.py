@@ -106,9 +106,10 @@ class ExecConfig(BaseModel):
     cpu_limit_s: int = Field(default=1800, ge=1)
     """CPU seconds of each process of a command."""
     open_files_limit: int = Field(default=1024, ge=16)
-    process_limit: int = Field(default=1024, ge=8)
-    """Processes of the command's host user at once (every sandboxed command of a root
-    cadillac is the same user: they count together)."""
+    process_limit: int = Field(default=4096, ge=8)
+    """Processes (threads included) of the command's host user at once: every sandboxed
+    command of a root cadillac is the same user, so they count together, and parallel
+    builds whose Chromium, node and esbuild start dozens of threads each reached 1024."""
     tmp_size_bytes: int = Field(default=GIB, ge=1024**2)
     """Size of each command's ``/tmp`` (its HOME is there) and of its ``/dev/shm``."""
     sandbox_uid: int = Field(default=identity.NOBODY, ge=1)
