@@ -20,16 +20,18 @@ phase. The memory part of the prompt (notes and lessons) is built once per build
 memory tool (:mod:`orchestrator.loop.memory_tool`). A user's plugins hear of the build
 through hooks (:mod:`orchestrator.hooks`) and can never break it.
 
-A change to a project that exists (``enhance``, ``iterate``) starts with the project's
-stacks among the task's tags (:func:`memory.tags.project_tags`, read when the workspace
-is made), so its budgets and recall match history from the first phase; its own tests
-run once on the project as it is before the first phase
-(:meth:`Builder.baseline_tests`), and what already fails is told to every phase.
+What differs between a new project and a change to one that exists (``enhance``,
+``iterate``) is the build's :class:`~orchestrator.loop.project.Project`, one strategy
+each, asked at the few points where they differ: what every phase is told, what runs
+before the first phase (an existing project's own tests, once), whether a phase needs
+the model, what a passed phase leaves behind (a commit and the patch) and what a resume
+does first. An existing project's stacks are among the task's tags from the start
+(:func:`memory.tags.project_tags`), so its budgets and recall match history from the
+first phase. Each phase keeps one transcript, its conversation: the reflection reads it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import threading
 import time
@@ -56,10 +58,10 @@ from orchestrator.loop.knowledge import Knowledge
 from orchestrator.loop.learning import DeferredLearning, HomeLearning, Learning
 from orchestrator.loop.memory_tool import MemoryTool
 from orchestrator.loop.memory_view import NotesConfig, open_build_memory, skills_text
+from orchestrator.loop.project import Project, prepare_existing, project_of
 from orchestrator.loop.prompt import opening, phase_part, stable_prefix
-from orchestrator.loop.reflect import PhaseRecord, reflect
+from orchestrator.loop.reflect import reflect
 from orchestrator.loop.runs import (
-    BaselineRecord,
     MatrixOrigin,
     PhaseSummary,
     Run,
@@ -69,28 +71,16 @@ from orchestrator.loop.runs import (
 )
 from orchestrator.loop.skills import draft_skill, find_recurrence
 from orchestrator.sandbox.executor import ExecConfig, check_sandbox, run_command
-from orchestrator.sandbox.files import UnsafeFile, read_regular, what_is
-from orchestrator.sandbox.installs import DEPENDENCY_FILES, InstallStep, project_env
+from orchestrator.sandbox.files import what_is
+from orchestrator.sandbox.installs import InstallStep, project_env
 from orchestrator.sandbox.venvs import support_site
 from orchestrator.sandbox.workspace import Workspace
 from orchestrator.tools.box import FinishRequest, ToolBox
 from orchestrator.tools.schema import TOOLS
-from phases import DEFAULT_ROUNDS, PHASES, deps, load_phases
-from phases.base import (
-    Baseline,
-    Phase,
-    PhaseContext,
-    Plan,
-    PlanError,
-    load_plan,
-    read_prompt,
-    suite_kept,
-)
+from phases import DEFAULT_ROUNDS, PHASES, load_phases
+from phases.base import Phase, PhaseContext, PlanError, load_plan
 from phases.stories import gate as stories
-from phases.suite import discover_test_command, inventory
 
-FAILING_LINES = 12
-"""How many of the last lines of a failing suite's output say what failed at the start."""
 NUDGE = "Reply with tool calls: work with the tools, then call finish_phase when the phase is done."
 
 
@@ -171,7 +161,8 @@ class PhaseRun:
     ctx: PhaseContext
     result: PhaseSummary
     messages: list[dict]
-    record: PhaseRecord
+    """The phase's one transcript: what the model was sent and answered (its reflection
+    reads it too)."""
     emit: Callable[..., None]
     """An event of this phase and its current round."""
     part: str = ""
@@ -198,17 +189,14 @@ class Builder:
         self.record = record or run.task()
         self.source = self.record.source
         """Set for a change to an existing project: where it came from, where it goes."""
-        base = self.record.baseline
-        self.baseline = (
-            None
-            if base is None
-            else Baseline(base.test_command, base.suite, dict(base.dependency_files))
-        )
+        self.project: Project = project_of(self.record, run, run.event)
+        """What differs between a new project and an existing one (orchestrator.loop.project)."""
+        self.baseline = self.project.baseline
         self.stop = stop or threading.Event()
         """Set by whoever runs this build to stop it: its commands die, its loop ends."""
         self.on_progress = on_progress or (lambda p: None)
         self.emit = run.event
-        project = sorted(self.source.tags) if self.source is not None else []
+        project = self.project.tags
         self.tags = sorted(stack_tags(infer_tags_from_text(task)) | set(project))
         """The task's stacks: its words', and for a change to a project, the project's."""
         self.memory = open_build_memory(
@@ -285,6 +273,8 @@ class Builder:
         """Set by :meth:`resume`: an enhance build then goes back to its last checkpoint."""
         self.discarded: list[str] = []
         """What going back to the checkpoint discarded (the stopped phase's changes)."""
+        self.phase_emit: Callable[..., None] | None = None
+        """The running phase's emit (its name and round on every event), None between phases."""
 
     @staticmethod
     def preflight(config: BuildConfig) -> None:
@@ -342,9 +332,7 @@ class Builder:
         )
         run = Run.create(home.runs_dir, record)
         try:
-            record.source = sources.prepare(path, run.workspace, run.dir, run.id, parent)
-            record.baseline = baseline_of(run.workspace, test_command)
-            run.save_task(record)
+            prepare_existing(record, run, path, test_command, parent)
         except BaseException:
             if record.source is not None:
                 sources.discard(record.source, run.workspace)
@@ -353,18 +341,10 @@ class Builder:
         return cls(home, config, instruction, run, record=record, **kw)
 
     def baseline_tests(self) -> str | None:
-        """For a change to a project, before the first phase: its own tests, run once on
-        the project as it is, as the checks run them (in the sandbox, its own dependencies
-        installed as the deps phase installs them). What failed (the step, its status, the
-        last lines of its output) is kept in ``task.json`` and told to every phase; None
-        when they passed, or there is no test command to run."""
-        base = self.record.baseline
-        if base is None or not base.test_command:
-            return None
-        base.failing = failing_at_start(self._context(), base.test_command)
-        self.run.save_task(self.record)
-        self.emit("baseline_tests", command=base.test_command, failing=base.failing)
-        return base.failing
+        """What runs before the first phase (an existing project's own tests, once, on the
+        project as it is: :meth:`~orchestrator.loop.project.ExistingProject.before_first_phase`);
+        what the user should hear of it, or None."""
+        return self.project.before_first_phase(self._context())
 
     @classmethod
     def resume(cls, home: Home, config: BuildConfig, run_id: str, **kw) -> Builder:
@@ -407,7 +387,7 @@ class Builder:
         budgets = self.history.compute_budgets(self.tags)
         done = {p.phase for p in s.phases if p.outcome == "passed"}
         s.phases = [p for p in s.phases if p.outcome == "passed"]
-        self.discarded = discarded = self._back_to_checkpoint() if self.resuming else []
+        self.discarded = discarded = self.project.resume() if self.resuming else []
         self.emit(
             "build_start",
             task=self.task,
@@ -424,11 +404,10 @@ class Builder:
         self._hook("build_start", task=self.task, config=self.record.config)
         try:
             for name in (p for p in PHASES if p not in done):
-                result = self._unchanged_deps() if name == "deps" else None
-                result = result or self.run_phase(name, budgets[name].rounds)
+                result = self._without_model(name) or self.run_phase(name, budgets[name].rounds)
                 s.phases.append(result)
-                if result.outcome == "passed" and self.source is not None:
-                    self._record_change(result)
+                if result.outcome == "passed":
+                    self.project.phase_passed(result, s)
                 self.knowledge.refresh()  # the next phase's search sees what this one wrote
                 self._save()
                 if result.outcome != "passed":
@@ -456,6 +435,7 @@ class Builder:
         """Rounds until the phase passes, runs out of rounds or cannot reach the model."""
         p = self._phase_run(name, budget)
         self.emit("phase_start", phase=name, budget=budget)
+        self.phase_emit = p.emit
         try:
             while True:
                 self.step(p)
@@ -470,8 +450,23 @@ class Builder:
             p.result.outcome, p.result.check = "error", str(exc)
             self._end_phase(p, learn=False)  # a stop for cost is not a lesson
             raise
+        finally:
+            self.phase_emit = None
         self._end_phase(p)
         return p.result
+
+    def _without_model(self, name: str) -> PhaseSummary | None:
+        """The phase done by cadillac alone when the project says it can be (an existing
+        project's deps with no dependency file changed), or None."""
+
+        def emit(kind: str, **fields) -> None:
+            self.emit(kind, **({"phase": name} | fields))
+
+        self.phase_emit = emit
+        try:
+            return self.project.without_model(name, self.phases[name], self._context(emit))
+        finally:
+            self.phase_emit = None
 
     def step(self, p: PhaseRun) -> None:
         """One round: compact, ask the model, run its tool calls, check on finish_phase."""
@@ -503,7 +498,6 @@ class Builder:
         self._progress(p, call.name)
         out = self.toolbox.dispatch(call.name, call.arguments)
         p.messages.append({"role": "tool", "tool_call_id": call.id, "content": out.content})
-        p.record.tool(call.name, call.arguments, out.ok, out.content)
         error = None if out.ok else out.content[:300]
         p.emit(
             "tool",
@@ -525,12 +519,13 @@ class Builder:
         if p.phase.name != PHASES[0]:
             stories.watch(p.ctx)  # an attempt to drop or change a fixed story is recorded
         p.result.check = check.summary
-        p.record.note(f"check: {check.for_model()}")
         unknown = sorted(set(finish.applied_lessons) - set(cited))
         p.emit(
             "check", passed=check.passed, summary=check.summary, cited=cited, unknown_ids=unknown
         )
         if check.passed:
+            # the transcript's end, for the reflection
+            p.messages.append({"role": "user", "content": check.for_model()})
             raise PhasePassed(check.summary)
         self.failure = check.for_model()
         p.messages.append({"role": "user", "content": self.failure})
@@ -540,7 +535,9 @@ class Builder:
         phase = self.phases[name]
         result = PhaseSummary(phase=name, outcome="budget_exhausted", budget=budget)
         part = phase_part(
-            phase, skills_text(self.skills, name, self.config.notes), self._existing_project()
+            phase,
+            skills_text(self.skills, name, self.config.notes),
+            self.project.prompt(lambda: self.knowledge.latest().digest),
         )
         messages = opening(phase, self.task, self.workspace, self.summary.phases, self.prefix, part)
         self.memory_tool.phase_saves.clear()
@@ -550,8 +547,7 @@ class Builder:
             self.emit(kind, phase=name, round=result.rounds, **fields)
 
         ctx = self._context(emit)
-        record = PhaseRecord(self.task, name)
-        return PhaseRun(phase, ctx, result, messages, record, emit, part=part)
+        return PhaseRun(phase, ctx, result, messages, emit, part=part)
 
     # ------------------------------------------------------------------ memory in the prompt
     def _memory_change(self) -> None:
@@ -589,77 +585,7 @@ class Builder:
             emit=emit or self.emit,
         )
 
-    # ------------------------------------------------------------------ changing a project
-    def _existing_project(self) -> str:
-        """What an enhance build's phases are told about the project they change."""
-        if self.source is None:
-            return ""
-        base = self.baseline
-        parts = [read_prompt("enhance")]
-        if self.source.parent_run:
-            parts.append(f"The project is the result of cadillac run {self.source.parent_run}.")
-        if base is not None:
-            command = base.test_command or "none found: plan.json's test_command must run them"
-            parts.append(
-                f"The project's own test command: {command}; its tests: "
-                f"{base.suite.count()} in {len(base.suite.tests)} file(s)."
-            )
-        failing = self.record.baseline.failing if self.record.baseline else None
-        if failing:
-            parts.append(
-                "The project's own tests already failed before any change (run once at the "
-                f"start, as the checks run them): {failing}"
-            )
-        digest = self.knowledge.latest().digest  # the end of the last phase refreshed it
-        if digest:
-            parts.append("An overview of the project (knowledge digest):\n" + digest)
-        return "\n\n".join(parts)
-
-    def _back_to_checkpoint(self) -> list[str]:
-        """A resumed enhance build runs the phase it stopped in again from its start, so
-        its workspace goes back to the last phase's commit first (see
-        :func:`orchestrator.loop.source.restore`); what that discards is returned."""
-        if self.source is None:
-            return []
-        from orchestrator.loop import source as sources
-
-        return sources.restore(self.source, self.run.workspace, said=self._git_guard_said)
-
-    def _git_guard_said(self, text: str) -> None:
-        """What the git guard removed from the workspace before running git, as an event."""
-        self.emit("git_guard", text=text)
-
-    def _unchanged_deps(self) -> PhaseSummary | None:
-        """An enhance build whose dependency files are as they were, and whose plan does not
-        list one to change, gets its deps phase from cadillac alone: the project's own
-        dependencies installed, no model rounds. None when the model must do the phase."""
-        if self.baseline is None:
-            return None
-        try:
-            planned = set(load_plan(self.run.workspace).files)
-        except PlanError:
-            return None
-        now = dependency_hashes(self.run.workspace)
-        if now != self.baseline.dependency_files or planned & set(DEPENDENCY_FILES):
-            return None
-        check = self.phases["deps"].check(self._context())
-        if not check.passed:
-            return None  # the model gets the phase, and this failure with it
-        self.emit("phase_end", phase="deps", outcome="passed", rounds=0, check=check.summary)
-        summary = f"{check.summary} (no dependency file changed: done without the model)"
-        return PhaseSummary(phase="deps", outcome="passed", budget=0, check=summary)
-
-    def _record_change(self, result: PhaseSummary) -> None:
-        """Commit what the phase changed on the build's branch; rewrite changes.patch."""
-        message = f"cadillac {self.run.id} {result.phase}: {result.finish_summary or result.check}"
-        head = sources.commit(
-            self.source, self.run.workspace, message[:300], said=self._git_guard_said
-        )
-        stat = sources.write_patch(self.source, self.run.workspace, self.run.patch_path)
-        self.summary.branch = self.source.branch
-        self.summary.changed = sources.changed_files(self.source, self.run.workspace)
-        self.emit("commit", phase=result.phase, head=head, stat=stat.splitlines()[-1:] or [""])
-
+    # ------------------------------------------------------------------ checks and learning
     def _run_command(
         self,
         command: str,
@@ -684,7 +610,7 @@ class Builder:
             visible=visible,
             writable=writable,
         )
-        self.emit(
+        (self.phase_emit or self.emit)(
             "command",
             command=command,
             exit_code=result.exit_code,
@@ -700,7 +626,6 @@ class Builder:
     def _end_phase(self, p: PhaseRun, learn: bool = True, reflect: bool = True) -> None:
         r = p.result
         r.seconds = round(time.perf_counter() - p.started, 3)
-        p.record.outcome = f"{r.outcome} after {r.rounds} round(s); {r.check}"
         self.emit(
             "phase_end",
             phase=r.phase,
@@ -716,24 +641,27 @@ class Builder:
         files = len(self.workspace.files())
         self.learning.record_phase(r.phase, r.rounds, files, tags=tags, outcome=r.outcome)
         if self.config.reflect and reflect:
-            self._reflect(p.record, tags)
+            self._reflect(p, tags)
 
-    def _reflect(self, record: PhaseRecord, tags: list[str]) -> None:
-        saved = self.memory_tool.phase_saves
+    def _reflect(self, p: PhaseRun, tags: list[str]) -> None:
+        saved, r = self.memory_tool.phase_saves, p.result
+        outcome = f"{r.outcome} after {r.rounds} round(s); {r.check}"
         try:
-            lessons, skipped, answer = reflect(self.llm, record, tags, self.task, saved)
+            lessons, skipped, answer = reflect(
+                self.llm, self.task, r.phase, outcome, p.messages, tags, saved
+            )
         except ModelError as exc:
-            self.emit("reflection_failed", phase=record.phase, error=str(exc))
+            self.emit("reflection_failed", phase=r.phase, error=str(exc))
             return
         for reason in skipped:
-            self.emit("reflection_skipped_line", phase=record.phase, reason=reason)
+            self.emit("reflection_skipped_line", phase=r.phase, reason=reason)
         for lesson in lessons:
             stored_id, merged = self.learning.save_lesson(lesson)
             if stored_id is not None:
                 self.summary.lessons_saved.append(stored_id)
             self.emit(
                 "lesson_saved",
-                phase=record.phase,
+                phase=r.phase,
                 id=stored_id,
                 merged=merged,
                 deferred=stored_id is None,
@@ -742,7 +670,7 @@ class Builder:
             self._hook("lesson_saved", lesson=_lesson_payload(lesson, stored_id))
         self.emit(
             "reflection",
-            phase=record.phase,
+            phase=r.phase,
             lessons=len(lessons),
             skipped=len(skipped),
             answer_chars=len(answer),
@@ -895,43 +823,3 @@ def _lesson_payload(lesson: Lesson, stored_id: str | None) -> dict:
     data = lesson.model_dump(mode="json")
     data["id"] = stored_id or data.get("id") or ""
     return data
-
-
-def dependency_hashes(root: Path) -> dict[str, str]:
-    """Each dependency file at the top of ``root`` -> its sha256 (links are not read)."""
-    out = {}
-    for name in DEPENDENCY_FILES:
-        if what_is(root / name) is None:
-            try:
-                out[name] = hashlib.sha256(read_regular(root / name)).hexdigest()
-            except (UnsafeFile, OSError):
-                continue
-    return out
-
-
-def failing_at_start(ctx: PhaseContext, test_command: str) -> str | None:
-    """What :meth:`Builder.baseline_tests` reports of a project as it is, or None."""
-    as_it_is = Plan(
-        summary="the project as it is",
-        stack=[],
-        files=list(DEPENDENCY_FILES),
-        dependencies=[],
-        test_command=test_command,
-        run_command="true",
-    )
-    ready = deps.check(ctx, as_it_is)
-    failed = suite_kept(ctx) if ready.passed else ready
-    if failed is None or failed.passed:
-        return None
-    status, _, output = failed.details.partition("\n")
-    tail = [line for line in output.splitlines() if line.strip()][-FAILING_LINES:]
-    return f"{failed.summary}: {status}" + "".join(f"\n{line}" for line in tail)
-
-
-def baseline_of(workspace: Path, test_command: str | None) -> BaselineRecord:
-    """The project as an enhance build finds it: its test command, tests, dependencies."""
-    return BaselineRecord(
-        test_command=test_command or discover_test_command(workspace),
-        suite=inventory(workspace),
-        dependency_files=dependency_hashes(workspace),
-    )

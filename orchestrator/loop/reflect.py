@@ -1,10 +1,12 @@
-"""The phase record a reflection reads, and the reflection call itself.
+"""The reflection after a phase: the model reads the phase's transcript and draws lessons.
 
-While a phase runs, :class:`PhaseRecord` keeps what a reviewer needs: each
-tool call with a short view of its arguments and result, each check result.
-After the phase, :func:`reflect` sends the record (trimmed to a character
-budget, keeping its start and its end) to the model once, without tools,
-with the prompt in ``phases/reflect.md``, and parses the answer into lessons
+A phase has one transcript, its conversation (the messages the loop sent and the model
+answered, compacted as they were sent). After the phase, :func:`reflect` renders it for
+a reviewer (:func:`transcript`: each reply, each tool call with a short view of its
+arguments and result, each check result the model was sent; the opening, which holds
+the instructions, is left out), trims it to a character budget keeping its start and
+its end, and sends it to the model once, without tools, with the prompt in
+``phases/reflect.md``; the answer is parsed into lessons
 (:func:`memory.reflection.parse_reflection`).
 """
 
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from memory import Lesson
 from memory.reflection import parse_reflection
@@ -34,41 +35,51 @@ def _short(text: str, limit: int) -> str:
     return f"{text[:half]} [...] {text[-half:]}"
 
 
-@dataclass
-class PhaseRecord:
-    task: str
-    phase: str
-    entries: list[str] = field(default_factory=list)
-    outcome: str = ""
+def _call_view(call: dict) -> str:
+    function = call.get("function") or {}
+    name, arguments = str(function.get("name", "?")), function.get("arguments", "")
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+        view = ", ".join(f"{k}={_short(str(v), 80)!r}" for k, v in args.items())
+    except (ValueError, AttributeError):
+        view = _short(str(arguments), 120)
+    return f"{name}({view})"
 
-    def tool(self, name: str, arguments: str, ok: bool, result: str) -> None:
-        try:
-            args = json.loads(arguments)
-            view = ", ".join(f"{k}={_short(str(v), 80)!r}" for k, v in args.items())
-        except (ValueError, AttributeError):
-            view = _short(arguments, 120)
-        status = "ok" if ok else "ERROR"
-        self.entries.append(f"- {name}({view}) -> {status}: {_short(result, 400)}")
 
-    def note(self, text: str) -> None:
-        self.entries.append(f"- {_short(text, 1500)}")
-
-    def text(self, limit: int = RECORD_CHARS) -> str:
-        body = "\n".join(self.entries)
-        head = f"Task: {self.task}\nPhase: {self.phase}\nOutcome: {self.outcome}\n\nRecord:\n"
-        return head + _short(body, limit)
+def transcript(messages: Sequence[dict]) -> list[str]:
+    """The phase's conversation after its opening, one entry per step, for a reviewer."""
+    calls: dict[str, str] = {}
+    out = []
+    for message in messages[2:]:
+        role, content = message.get("role"), str(message.get("content") or "")
+        if role == "assistant":
+            if content.strip():
+                out.append(f"- said: {_short(content, 400)}")
+            for call in message.get("tool_calls") or []:
+                calls[str(call.get("id"))] = _call_view(call)
+        elif role == "tool":
+            view = calls.get(str(message.get("tool_call_id")), "a tool call")
+            out.append(f"- {view} -> {_short(content, 400)}")
+        elif role == "user":
+            out.append(f"- {_short(content, 1500)}")
+    return out
 
 
 def reflect(
     llm: LLMClient,
-    record: PhaseRecord,
+    task: str,
+    phase: str,
+    outcome: str,
+    messages: Sequence[dict],
     tags: list[str],
-    source_task: str,
     already_saved: Sequence[str] = (),
+    limit: int = RECORD_CHARS,
 ) -> tuple[list[Lesson], list[str], str]:
-    """(lessons, skipped-line reasons, raw answer) for one phase; ``already_saved`` is what
-    the model saved with the memory tool during the phase, so that it is not said twice."""
-    text = record.text()
+    """(lessons, skipped-line reasons, raw answer) for one phase, from its ``messages``;
+    ``already_saved`` is what the model saved with the memory tool during the phase, so
+    that it is not said twice."""
+    body = "\n".join(transcript(messages))
+    text = f"Task: {task}\nPhase: {phase}\nOutcome: {outcome}\n\nRecord:\n" + _short(body, limit)
     if already_saved:
         lines = "\n".join(f"- {line}" for line in already_saved)
         text += f"\n\n{ALREADY_SAVED}\n{lines}"
@@ -77,5 +88,5 @@ def reflect(
         {"role": "user", "content": text},
     ]
     answer = llm.complete(messages, tools=None).content or ""
-    lessons, skipped = parse_reflection(answer, tags=tags, source_task=source_task)
+    lessons, skipped = parse_reflection(answer, tags=tags, source_task=task)
     return lessons, skipped, answer
