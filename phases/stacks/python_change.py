@@ -19,7 +19,8 @@ changed nothing there. A change is held to what it is responsible for:
 * **what the project's configuration packages** (:func:`configured_packages`): the
   folders its ``pyproject.toml`` names for its distribution (setuptools' ``packages`` or
   ``packages.find``, hatch's wheel ``packages``, poetry's ``packages``), else the folder
-  named like the project, at the root or under ``src/``. These are compiled whole
+  named like the project (``[project] name``, or ``setup.cfg``'s), at the root or under
+  ``src/``. These are compiled whole
   (``compileall``, in the sandbox, test folders left out): a module that a changed
   ignore rule or a link keeps out of git's sight is still in the package users import.
 
@@ -31,6 +32,7 @@ checked). A new project has no ``changed``: every module is the change, and
 
 from __future__ import annotations
 
+import configparser
 import fnmatch
 import re
 import shlex
@@ -78,7 +80,8 @@ def configured_packages(root: Path) -> list[str]:
     if not found:
         project = config.get("project")
         name = project.get("name") if isinstance(project, dict) else None
-        found = _named(root, name) if isinstance(name, str) else []
+        name = name if isinstance(name, str) else _setup_cfg_name(root)
+        found = _named(root, name) if name else []
     safe = [f for f in found if _inside(f)]
     return sorted(set(safe))
 
@@ -88,6 +91,16 @@ def _pyproject(root: Path) -> dict:
         return tomllib.loads(read_regular(root / "pyproject.toml", MAX_CONFIG_BYTES).decode())
     except (OSError, UnsafeFile, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError):
         return {}
+
+
+def _setup_cfg_name(root: Path) -> str | None:
+    """``[metadata] name`` of ``setup.cfg`` (a setuptools project without ``[project]``)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(read_regular(root / "setup.cfg", MAX_CONFIG_BYTES).decode())
+    except (OSError, UnsafeFile, UnicodeDecodeError, configparser.Error, ValueError):
+        return None
+    return parser.get("metadata", "name", fallback=None)
 
 
 def _inside(path: str) -> bool:

@@ -161,6 +161,8 @@ def test_the_configuration_names_the_packages(tmp_path, shared_cache):
     assert configured_packages(ctx.workspace.root) == ["shop"]
     write(ctx, "pyproject.toml", "[project\n")  # unreadable: nothing, never an exception
     assert configured_packages(ctx.workspace.root) == []
+    write(ctx, "setup.cfg", "[metadata]\nname = shopping-list\n")
+    assert configured_packages(ctx.workspace.root) == ["shopping_list"]
 
 
 def test_a_configured_package_reached_through_a_link_is_not_listed_on_the_host(
