@@ -68,7 +68,8 @@ def check_change(ctx: PhaseContext, imports_resolve) -> CheckResult | None:
 
 
 def _compileall(paths: list[str]) -> str:
-    quoted = " ".join(shlex.quote(p) for p in paths)
+    """``compileall`` of ``paths`` in the sandbox (``./``: a name may begin with ``-``)."""
+    quoted = " ".join(shlex.quote(p if p.startswith("./") else "./" + p) for p in paths)
     return f"python -m compileall -q -f -x {shlex.quote(TEST_FOLDERS)} {quoted}"
 
 
