@@ -108,6 +108,12 @@ class PhaseContext:
     emit: Callable[..., None] | None = None
     """emit(kind, **fields): an event in the run's record (a story's result, an attempt to
     weaken the stories)."""
+    changed: Callable[[], list[str]] | None = None
+    """changed() -> the paths the change touched since the build's start (files added,
+    changed or removed, relative to the workspace), read from git when asked; None for a
+    new project (all of it is the change). A code check of an existing project checks
+    these, not every file the user's project holds (its own deliberately broken test
+    fixtures are not the change's concern)."""
 
     def note(self, kind: str, **fields) -> None:
         if self.emit is not None:

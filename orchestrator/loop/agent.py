@@ -539,7 +539,16 @@ class Builder:
             skills_text(self.skills, name, self.config.notes),
             self.project.prompt(lambda: self.knowledge.latest().digest),
         )
-        messages = opening(phase, self.task, self.workspace, self.summary.phases, self.prefix, part)
+        messages = opening(
+            phase,
+            self.task,
+            self.workspace,
+            self.summary.phases,
+            self.prefix,
+            part,
+            index=self.knowledge.latest,
+            existing=self.baseline is not None,
+        )
         self.memory_tool.phase_saves.clear()
         self.memory_tool.phase = name
 
@@ -583,7 +592,14 @@ class Builder:
             baseline=self.baseline,
             records=self.run.dir,
             emit=emit or self.emit,
+            changed=self.source and (lambda: self._touched(emit or self.emit)),
         )
+
+    def _touched(self, emit: Callable[..., None]) -> list[str]:
+        """What an existing project's change touched (for its checks; what git's guard
+        removed first is said, as at a commit)."""
+        said = lambda text: emit("git_guard", text=text)  # noqa: E731
+        return sources.touched(self.source, self.workspace.root, said)
 
     # ------------------------------------------------------------------ checks and learning
     def _run_command(

@@ -330,3 +330,37 @@ def discard(source: Source, workspace: Path) -> None:
     repo = Path(source.path)
     git("worktree", "remove", "--force", str(workspace), repo=repo, check=False)
     git("branch", "-D", source.branch, repo=repo, check=False)
+
+
+NOT_THE_CHANGE = (*ENV_DIRS, "__pycache__", ".pytest_cache", ".mypy_cache", ".tox", ".nox")
+"""Folders, at any depth, that installs, builds and test runs fill: never what a change touched."""
+
+
+def touched(source: Source, workspace: Path, said: Said = None) -> list[str]:
+    """What the change touched since the build's start: tracked files that differ from
+    ``source.base`` (committed or not; a rename is the old name gone and the new one
+    added), and files git does not track. cadillac's own files, environments and caches
+    are left out; deleted paths are listed too (the caller reads what exists).
+
+    Untracked files count unless the project's ignore rules leave them out, as a commit
+    does. Those rules are the model's to edit, though: when the change adds or edits a
+    ``.gitignore`` (one that ignores itself included), every untracked file counts, so
+    a module cannot be hidden from the build check by ignoring it. ``said`` hears what
+    the guard removed first (a nested repository the model made)."""
+    tree = _tree(source, workspace, said)
+    skip = [f":(exclude,glob)**/{name}/**" for name in NOT_THE_CHANGE]
+    skip += [f":(exclude){name}" for name in CADILLAC_FILES]
+
+    def names(*args: str) -> list[str]:
+        return [n for n in tree.git(*args, "--", ".", *skip).split("\0") if n]
+
+    changed = names("diff", "--name-only", "-z", "--no-renames", source.base)
+    untracked = names("ls-files", "-z", "--others", "--exclude-standard")
+    ignores = [n for n in changed + names("ls-files", "-z", "--others") if _ignore_file(n)]
+    if ignores:  # the ignore rules are the change's own: none is trusted
+        untracked = names("ls-files", "-z", "--others")
+    return sorted(set(changed) | set(untracked))
+
+
+def _ignore_file(path: str) -> bool:
+    return path.rsplit("/", 1)[-1] == ".gitignore"

@@ -15,6 +15,9 @@ What this package decides, and why:
   front end in that folder. Any other ``package.json`` is Node. Python files, or a
   Python manifest, make the project Python. No Python check runs on a Go project, and a
   Python back end with a ``frontend/`` gets both profiles, each in its own folder.
+  An existing project's root manifests count too, and name its primary stack: a Python
+  project's ``package.json`` beside its ``pyproject.toml`` is tooling (Django's eslint),
+  so no ``tsc`` or ``npm run build`` runs on it unless the plan's tags name a JS stack.
 * **Checks are the toolchains' own**, run in the build's sandbox. Python: every module
   compiles, and every import between the project's own modules resolves, checked
   statically. TypeScript: ``tsc --noEmit`` where there is a ``tsconfig.json``. Go:
@@ -41,6 +44,7 @@ import re
 from pathlib import Path
 from typing import Protocol
 
+from orchestrator.sandbox.files import what_is
 from phases.base import CheckResult, PhaseContext, Plan, command_failed
 
 
@@ -81,20 +85,38 @@ FRONT_END_FOLDERS = ("frontend", "web", "client")
 PYTHON_MANIFESTS = ("requirements.txt", "pyproject.toml", "setup.py")
 
 
+JS_TAGS = frozenset(
+    {"node", "nodejs", "javascript", "js", "typescript", "ts", "react", "vite", "web", "npm"}
+)
+"""Plan tags that make an existing Python project's root ``package.json`` a stack of its own."""
+ROOT_MANIFESTS = (*PYTHON_MANIFESTS, "setup.cfg", "go.mod", "Cargo.toml", "package.json")
+"""The manifests at an existing project's root that say what it is, whatever the plan lists."""
+
+
 def stacks_of(ctx: PhaseContext, plan: Plan) -> list[Stack]:
     """The profiles the plan's stack and files choose, each with the folder it applies in."""
-    return stacks_in(ctx.workspace.root, plan)
+    existing = ctx.baseline is not None or ctx.changed is not None
+    return stacks_in(ctx.workspace.root, plan, existing)
 
 
-def stacks_in(workspace: Path, plan: Plan) -> list[Stack]:
-    """:func:`stacks_of` for the workspace at ``workspace``."""
+def stacks_in(workspace: Path, plan: Plan, existing: bool = False) -> list[Stack]:
+    """:func:`stacks_of` for the workspace at ``workspace``. For an ``existing`` project
+    the manifests at its root count as well as the plan's files (a plan may list only
+    what it changes), and when one of them is Python's the project is Python: a
+    ``package.json`` beside it is its tooling (Django's eslint and QUnit), checked as
+    Node or a front end only when the plan's stack tags name one (:data:`JS_TAGS`)."""
     from phases.stacks import go, node, python, rust, web
 
     files = [f.replace("\\", "/").removeprefix("./") for f in plan.files]
     tags = {t.lower() for t in plan.stack}
+    if existing:
+        files += [n for n in ROOT_MANIFESTS if what_is(workspace / n) is None]
+    python_root = existing and any(f in (*PYTHON_MANIFESTS, "setup.cfg") for f in files)
     found: list[Stack] = []
-    for path in sorted(files, key=lambda p: (p.count("/"), p)):
+    for path in sorted(set(files), key=lambda p: (p.count("/"), p)):
         name, root = path.rsplit("/", 1)[-1], _folder(path)
+        if name == "package.json" and root == "." and python_root and not tags & JS_TAGS:
+            continue  # an existing Python project's JS tooling
         if name == "go.mod":
             found.append(go.GoStack(root))
         elif name == "Cargo.toml":
@@ -104,7 +126,7 @@ def stacks_in(workspace: Path, plan: Plan) -> list[Stack]:
             found.append(web.WebStack(root) if web_here else node.NodeStack(root))
     python_files = [f for f in files if f.endswith(".py")]
     manifests = [f for f in files if f.rsplit("/", 1)[-1] in PYTHON_MANIFESTS]
-    if python_files or manifests or ("python" in tags and not found):
+    if python_files or manifests or python_root or ("python" in tags and not found):
         found.insert(0, python.PythonStack("."))
     return found
 
@@ -128,9 +150,10 @@ def build_artifacts(ctx: PhaseContext, plan: Plan) -> CheckResult | None:
     return None
 
 
-def guide(workspace: Path, plan: Plan) -> str:
-    """What the phases are told of the plan's stacks, one paragraph each with its folder."""
-    found = stacks_in(workspace, plan)
+def guide(workspace: Path, plan: Plan, existing: bool = False) -> str:
+    """What the phases are told of the plan's stacks, one paragraph each with its folder
+    (``existing``: the build changes a project that exists, see :func:`stacks_in`)."""
+    found = stacks_in(workspace, plan, existing)
     if not found:
         return ""
     lines = [f"- {s.guide}" + ("" if s.root == "." else f" (in {s.root}/)") for s in found]

@@ -18,6 +18,11 @@ is read on the host, so it must not be able to exhaust the host's memory or stac
 Imports inside ``try`` blocks that handle ``ImportError`` are optional and not checked.
 The project's modules are found from the workspace root, and from ``src/`` for a src
 layout. Compiling is ``py_compile``, run in the sandbox, as the earlier checks did.
+
+That is a new project's check: all of it is the change. A change to an existing project
+is held to what it touched and to what the project packages
+(:mod:`phases.stacks.python_change`): a user's deliberately broken test fixture is not
+its concern.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from pathlib import Path
 
 from orchestrator.sandbox.files import read_regular
 from phases.base import CheckResult, PhaseContext, Plan, python_compiles
+from phases.stacks.python_change import check_change
 
 SOURCE_ROOTS = (".", "src")
 TYPE_ALIAS = getattr(ast, "TypeAlias", ())
@@ -59,9 +65,11 @@ class PythonStack:
         return ""
 
     def check_code(self, ctx: PhaseContext, plan: Plan) -> CheckResult | None:
+        if ctx.changed is not None:  # a change to a user's project: what it touched
+            return check_change(ctx, imports_resolve)
         files = ctx.workspace.files()
         failed = python_compiles(ctx, files)
-        if failed is not None or ctx.baseline is not None:  # a user's project: see issue 24
+        if failed is not None or ctx.baseline is not None:  # a user's project, all of it
             return failed
         return imports_resolve(ctx.workspace.root, files)
 
@@ -164,9 +172,12 @@ def _optional(tree: ast.Module) -> set[int]:
     return lines
 
 
-def imports_resolve(root: Path, files: list[str]) -> CheckResult | None:
+def imports_resolve(
+    root: Path, files: list[str], only: set[str] | None = None
+) -> CheckResult | None:
     """A failing CheckResult naming each import of the project's own modules that does
-    not resolve; None when all do (files that do not parse are the compile check's)."""
+    not resolve; None when all do (files that do not parse are the compile check's).
+    ``only``: the files whose imports are checked (all of them when None)."""
     modules = module_map(files)
     tops = {name.split(".")[0] for name in modules}
     trees: dict[str, ast.Module | None] = {}
@@ -189,7 +200,7 @@ def imports_resolve(root: Path, files: list[str]) -> CheckResult | None:
 
     problems: list[str] = []
     for module, path in sorted(modules.items()):
-        tree = tree_of(module) if path else None
+        tree = tree_of(module) if path and (only is None or path in only) else None
         if tree is None:
             continue
         optional = _optional(tree)
