@@ -634,7 +634,7 @@ class Builder:
             seconds=round(result.seconds, 3),
             output_bytes=result.output_bytes,
             sandboxed=result.sandboxed,
-            network=bool(install and install.network),
+            online=bool(install and install.network),
             limit=result.limit,
         )
         return result
