@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The wheels the reference projects of the third-party matrix tasks install in the tests,
-# from an index on 127.0.0.1 (tests/orchestrator/bench/conftest.py): no test reaches a registry.
+# from an index on 127.0.0.1 (tests/wheel_index.py): no test reaches a registry.
 $(WHEELS)/.done: tests/fixtures/test-wheels.txt $(STAMP)
 	mkdir -p $(WHEELS)
 	$(BIN)/python -m pip download --quiet --only-binary=:all: --dest $(WHEELS) \

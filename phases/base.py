@@ -29,7 +29,8 @@ from orchestrator.sandbox.executor import CommandResult
 from orchestrator.sandbox.files import read_regular, what_is
 from orchestrator.sandbox.installs import InstallStep
 from orchestrator.sandbox.workspace import Workspace
-from phases.suite import SuiteInventory, inventory
+from phases.suite.inventory import SuiteInventory
+from phases.suite.results import SuiteResults
 
 PROMPTS = Path(__file__).parent
 
@@ -91,6 +92,12 @@ class Baseline:
     """Its tests and skip markers before the change: none may be lost."""
     dependency_files: dict[str, str]
     """Dependency file -> its sha256 before the change (the deps phase runs when one differs)."""
+    results: SuiteResults | None = None
+    """What the project's own test command did, test by test, on the project as it was
+    (run once before the first phase); None until then, or when there is no command."""
+    version: str | None = None
+    """The project's version, from its repository's tags, for the install of a project
+    whose version its build backend reads from git (hatch-vcs, setuptools-scm)."""
 
 
 @dataclass
@@ -206,22 +213,3 @@ class PlanPhase:
         except PlanError as exc:
             return CheckResult(passed=False, summary=str(exc))
         return self.check_fn(ctx, plan)
-
-
-def suite_kept(ctx: PhaseContext) -> CheckResult | None:
-    """For an enhance build: the project's own tests all still there, none newly skipped,
-    and its own test command passing; a failing CheckResult, or None."""
-    base = ctx.baseline
-    if base is None:
-        return None
-    lost = base.suite.weakened_by(inventory(ctx.workspace.root))
-    if lost:
-        return CheckResult(
-            passed=False,
-            summary="the project's own tests were weakened: " + "; ".join(lost[:3]),
-            details="Every test the project had must still exist, under its name, and run: "
-            "restore them (fix the code, not the tests).\n" + "\n".join(lost),
-        )
-    if base.test_command:
-        return run_step(ctx, "the project's own test command", base.test_command, 600)
-    return None

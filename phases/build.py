@@ -2,28 +2,26 @@
 command passes, having run at least one test.
 
 When the build changes an existing project, the project's own suite must also pass as it
-was: every test it had still there, none newly skipped, its own test command green
-(:func:`phases.base.suite_kept`)."""
+did: every test it had still there, none newly skipped, and every test that passed before
+the change run and passing, judged from the runners' own reports
+(:func:`phases.suite.gate.tests_pass`)."""
 
 from __future__ import annotations
 
-from phases.base import (
-    CheckResult,
-    PhaseContext,
-    Plan,
-    PlanPhase,
-    suite_kept,
-)
-from phases.stacks import check_code, describe, run_tests
+from phases.base import CheckResult, PhaseContext, Plan, PlanPhase
+from phases.stacks import check_code, describe
+from phases.suite.gate import tests_pass
 
 
 def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
-    failed = check_code(ctx, plan) or suite_kept(ctx) or run_tests(ctx, plan.test_command)
+    failed = check_code(ctx, plan)
     if failed is not None:
         return failed
+    tests = tests_pass(ctx, plan)
+    if not tests.passed:
+        return tests
     return CheckResult(
-        passed=True,
-        summary=f"the code checks of {describe(ctx, plan)} pass, and `{plan.test_command}` passes",
+        passed=True, summary=f"the code checks of {describe(ctx, plan)} pass; {tests.summary}"
     )
 
 

@@ -10,10 +10,21 @@ a script of its own) or a ``.pth`` file it planted in ``site-packages`` would ot
 run with the network on. A plan's own ``install_command``, if it has one, runs
 afterwards without the network, unless all it does is install the ``requirements.txt``
 cadillac has just installed (:func:`repeats_an_install`).
+
+A change to an existing project (:func:`existing`) installs what the project itself
+declares, for its primary stacks only (a Python project's ``package.json`` is tooling,
+not installed unless the plan's stack names JavaScript), then what its tests need
+(:func:`phases.suite.test_needs`: the runner, its plugins, the test extras and groups) as
+cadillac's own tooling: into ``.venv``, never into the project's files. A project
+installed editable first has its build backend asked, offline, what an editable install
+needs besides (hatchling's ``editables``), which is then installed from the index; a
+backend that reads the version from git (hatch-vcs, setuptools-scm) is given the
+repository's (:attr:`phases.base.Baseline.version`), as the sandbox shows it no git.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 from pathlib import Path
@@ -23,21 +34,39 @@ from orchestrator.sandbox.installs import (
     DEPENDENCY_FILES,
     INSTALL_TIMEOUT_S,
     InstallError,
+    InstallStep,
     install_steps,
+    requirement_steps,
     subfolder_files,
 )
 from orchestrator.sandbox.venvs import make_venv
 from phases.base import CheckResult, PhaseContext, Plan, PlanPhase, run_step
+from phases.stacks import JS_TAGS, PYTHON_MANIFESTS
+from phases.suite import test_needs
+
+BACKEND_PROBE = """
+import importlib, json, os, sys, tomllib
+system = tomllib.load(open("pyproject.toml", "rb")).get("build-system", {})
+for folder in system.get("backend-path", []):
+    sys.path.insert(0, os.path.abspath(folder))
+name, _, attribute = system.get("build-backend", "setuptools.build_meta:__legacy__").partition(":")
+backend = importlib.import_module(name)
+for part in filter(None, attribute.split(".")):
+    backend = getattr(backend, part)
+hook = getattr(backend, "get_requires_for_build_editable", None)
+print("\\ncadillac-requires:" + json.dumps(list(hook()) if hook else []))
+"""
+"""Asks the project's build backend, in the sandbox and offline, what an editable install
+needs besides its build requirements (PEP 660's ``get_requires_for_build_editable``)."""
+PROBE_MARK = "cadillac-requires:"
 
 
 def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
+    if ctx.baseline is not None:
+        return existing(ctx, plan)
     root = ctx.workspace.root
-    listed = plan.files if ctx.baseline is None else DEPENDENCY_FILES  # a project has its own
-    declared = [n for n in DEPENDENCY_FILES if n in listed and what_is(root / n) is None]
-    folders = [] if ctx.baseline is not None else subfolder_files(root, plan.files)
-    if not declared and ctx.baseline is not None:
-        failed = ensure_venv(ctx, root)
-        return failed or CheckResult(passed=True, summary="no dependency file: .venv made")
+    declared = [n for n in DEPENDENCY_FILES if n in plan.files and what_is(root / n) is None]
+    folders = subfolder_files(root, plan.files)
     if not declared and not folders:
         return CheckResult(
             passed=False,
@@ -71,6 +100,105 @@ def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
         if failed is not None:
             return failed
     return CheckResult(passed=True, summary=done)
+
+
+def project_files(root: Path, plan: Plan) -> list[str]:
+    """The dependency files of an existing project that cadillac installs: those of its
+    primary stacks (a Python project's ``package.json`` only when the plan's stack tags
+    name JavaScript: Django's eslint is not the project)."""
+    present = [n for n in DEPENDENCY_FILES if what_is(root / n) is None]
+    python = any(n in PYTHON_MANIFESTS for n in present) or what_is(root / "setup.cfg") is None
+    tags = {t.lower() for t in plan.stack}
+    if python and not tags & JS_TAGS:
+        present = [n for n in present if n != "package.json"]
+    return present
+
+
+def existing(ctx: PhaseContext, plan: Plan) -> CheckResult:
+    """The deps check of a change to an existing project (see the module docstring)."""
+    root, base = ctx.workspace.root, ctx.baseline
+    assert base is not None
+    declared = project_files(root, plan)
+    failed = ensure_venv(ctx, root, fresh=True)
+    if failed is not None:
+        return failed
+    try:
+        steps = install_steps(root, declared, plan.dependencies, version=base.version)
+    except (InstallError, UnicodeDecodeError, OSError) as exc:
+        return CheckResult(passed=False, summary=f"cannot install from {declared[0]}: {exc}")
+    for step in steps:
+        if step.what == "the project itself" and what_is(root / "pyproject.toml") is None:
+            failed = backend_needs(ctx, step)
+            if failed is not None:
+                return failed
+        failed = run_step(ctx, f"installing {step.what}", step.command, INSTALL_TIMEOUT_S, step)
+        if failed is not None:
+            return failed
+    done = [said(name) for name in declared] or ["no dependency file: .venv made"]
+    done += test_tools(ctx)
+    if plan.install_command and not repeats_an_install(plan.install_command, declared):
+        failed = run_step(ctx, "the plan's install command (offline)", plan.install_command, 600)
+        if failed is not None:
+            return failed
+    return CheckResult(passed=True, summary="; ".join(done))
+
+
+def backend_needs(ctx: PhaseContext, project: InstallStep) -> CheckResult | None:
+    """Install what the project's build backend says an editable install needs (asked
+    offline, in the sandbox, with the version the install will have); a failing
+    CheckResult or None. A backend that cannot be asked is left to the install to fail."""
+    prefix = project.command.split(" .venv/bin/python", 1)[0]
+    env = prefix if prefix.startswith("SETUPTOOLS_SCM_PRETEND_VERSION=") else ""
+    probe = f"{env} python -c {shlex.quote(BACKEND_PROBE)}".strip()
+    result = ctx.run(probe, timeout_s=120)
+    lines = [ln for ln in result.output.splitlines() if ln.startswith(PROBE_MARK)]
+    if not result.ok or not lines:
+        return None
+    try:
+        wanted = json.loads(lines[-1][len(PROBE_MARK) :])
+    except ValueError:
+        return None
+    wanted = [str(w) for w in wanted] if isinstance(wanted, list) else []
+    root = ctx.workspace.root
+    steps, refused = requirement_steps(
+        root, "the build backend's editable requirements", wanted, "the build backend"
+    )
+    for step in steps:
+        failed = run_step(ctx, f"installing {step.what}", step.command, INSTALL_TIMEOUT_S, step)
+        if failed is not None:
+            return failed
+    for why in refused:
+        ctx.note("install_refused", what="the build backend's editable requirements", why=why)
+    return None
+
+
+def test_tools(ctx: PhaseContext) -> list[str]:
+    """Install what the project's tests need (:func:`phases.suite.test_needs`) into
+    ``.venv``: all of it, else the runner alone when that fails (a test extra may name a
+    package with no wheel for this machine); what was done, in words."""
+    root, base = ctx.workspace.root, ctx.baseline
+    needs = test_needs(root, base.test_command if base else None)
+    if not needs.all():
+        return []
+    where = ", ".join(needs.sources) or "the test runner's configuration"
+    tries = [(needs.all(), f"the test tools ({where})")]
+    if needs.declared and needs.runner:
+        tries.append((needs.runner, "the test runner"))
+    failure = ""
+    for wanted, what in tries:
+        steps, refused = requirement_steps(root, what, wanted, where)
+        for why in refused:
+            ctx.note("install_refused", what=what, why=why)
+        failed = None
+        for step in steps:
+            failed = run_step(ctx, f"installing {what}", step.command, INSTALL_TIMEOUT_S, step)
+            if failed is not None:
+                break
+        if failed is None:
+            return [f"{what} installed into .venv: {', '.join(wanted[:8])}"]
+        failure = failed.summary
+    ctx.note("test_tools_failed", why=failure[:500])
+    return [f"the test tools could not be installed ({failure[:200]})"]
 
 
 def said(name: str, folder: str = ".") -> str:

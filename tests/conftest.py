@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.npm_registry import npm_registry, npm_server  # noqa: F401  (fixtures for every test)
+from tests.wheel_index import wheel_index, wheel_server  # noqa: F401
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS_LESSONS = FIXTURES / "cadillac_corpus" / "lessons.jsonl"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 from pathlib import Path
 
 from orchestrator.cli import output
@@ -118,7 +119,9 @@ def enhance(args: argparse.Namespace) -> int:
     builder = Builder.enhance(
         home, config, instruction, path, test_command=args.test_cmd, hooks=hooks
     )
-    _baseline_tests(builder)
+    stopped = _baseline_tests(builder, args)
+    if stopped is not None:
+        return stopped
     status = run_resumably(builder, args, home)
     _report(builder, args)
     if args.apply:
@@ -166,7 +169,9 @@ def iterate(args: argparse.Namespace) -> int:
         parent=run_id,
         hooks=hooks,
     )
-    _baseline_tests(builder)
+    stopped = _baseline_tests(builder, args)
+    if stopped is not None:
+        return stopped
     status = run_resumably(builder, args, home)
     _report(builder, args)
     return status
@@ -187,17 +192,20 @@ def _can_apply(state) -> None:
         )
 
 
-def _baseline_tests(builder) -> None:
-    """Run the project's own tests once before the first phase and say when they already
-    fail (:meth:`~orchestrator.loop.agent.Builder.baseline_tests`). Stopped there, the
-    run is removed: nothing was asked of a model yet."""
+def _baseline_tests(builder, args: argparse.Namespace) -> int | None:
+    """Install the project and run its own tests once before the first phase, and say
+    what already fails (:meth:`~orchestrator.loop.agent.Builder.baseline_tests`). Stopped
+    there by Ctrl-C, the run is removed: nothing was asked of a model yet. When the tests
+    cannot run at all, the run ends failed and its exit status (1) is returned, after one
+    line (and, with --json, the summary); None otherwise."""
     from orchestrator.loop import source as sources
+    from orchestrator.loop.project import SuiteCannotRun
 
     command = builder.record.baseline.test_command if builder.record.baseline else None
     if not command:
-        return
+        return None
     output.err().print(
-        f"running the project's own tests once, as they are: {command}",
+        f"installing the project and running its own tests once, as they are: {command}",
         markup=False,
         soft_wrap=True,
     )
@@ -207,10 +215,29 @@ def _baseline_tests(builder) -> None:
         sources.discard(builder.source, builder.run.workspace)
         shutil.rmtree(builder.run.dir, ignore_errors=True)
         raise
+    except SuiteCannotRun as exc:
+        print(f"cadillac: error: {exc} (run {builder.run.id}; no model was asked)", file=sys.stderr)
+        if args.json:
+            print(builder.summary.model_dump_json(indent=2))
+        return 1
+    results = builder.baseline.results if builder.baseline else None
+    if results is not None and results.readable:
+        output.err().print(
+            f"the project's own tests as they are: {results.counts()} "
+            f"({results.report} report, {results.seconds:.1f} s)",
+            markup=False,
+            soft_wrap=True,
+        )
+    elif results is not None:
+        output.warn(
+            f"`{command}` reports no per-test results cadillac can read: its exit status "
+            "decides whether a change keeps the suite passing"
+        )
     if failing:
         lines = failing.splitlines()
         last = f" ({lines[-1].strip()[:200]})" if len(lines) > 1 else ""
         output.warn(f"the project's own tests already fail before any change: {lines[0]}{last}")
+    return None
 
 
 def _report(builder, args: argparse.Namespace) -> None:

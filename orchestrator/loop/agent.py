@@ -32,6 +32,7 @@ first phase. Each phase keeps one transcript, its conversation: the reflection r
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 import time
@@ -58,7 +59,7 @@ from orchestrator.loop.knowledge import Knowledge
 from orchestrator.loop.learning import DeferredLearning, HomeLearning, Learning
 from orchestrator.loop.memory_tool import MemoryTool
 from orchestrator.loop.memory_view import NotesConfig, open_build_memory, skills_text
-from orchestrator.loop.project import Project, prepare_existing, project_of
+from orchestrator.loop.project import Project, SuiteCannotRun, prepare_existing, project_of
 from orchestrator.loop.prompt import opening, phase_part, stable_prefix
 from orchestrator.loop.reflect import reflect
 from orchestrator.loop.runs import (
@@ -81,6 +82,8 @@ from phases import DEFAULT_ROUNDS, PHASES, load_phases
 from phases.base import Phase, PhaseContext, PlanError, load_plan
 from phases.stories import gate as stories
 
+WRITING_TOOLS = ("write_file", "edit_file")
+"""The model's tools that change a file on purpose (its change, whoever made the file)."""
 NUDGE = "Reply with tool calls: work with the tools, then call finish_phase when the phase is done."
 
 
@@ -343,8 +346,14 @@ class Builder:
     def baseline_tests(self) -> str | None:
         """What runs before the first phase (an existing project's own tests, once, on the
         project as it is: :meth:`~orchestrator.loop.project.ExistingProject.before_first_phase`);
-        what the user should hear of it, or None."""
-        return self.project.before_first_phase(self._context())
+        what the user should hear of it, or None. When the project's tests cannot run at
+        all, the run ends there, failed, with that reason (SuiteCannotRun is raised on)."""
+        try:
+            return self.project.before_first_phase(self._context())
+        except SuiteCannotRun as exc:
+            self.summary.status, self.summary.reason = "failed", str(exc)
+            self._finish()
+            raise
 
     @classmethod
     def resume(cls, home: Home, config: BuildConfig, run_id: str, **kw) -> Builder:
@@ -497,6 +506,8 @@ class Builder:
         """Dispatch one tool call; its result goes back to the model as the tool message."""
         self._progress(p, call.name)
         out = self.toolbox.dispatch(call.name, call.arguments)
+        if out.ok and call.name in WRITING_TOOLS:
+            self.project.model_wrote(written_path(call.arguments))
         p.messages.append({"role": "tool", "tool_call_id": call.id, "content": out.content})
         error = None if out.ok else out.content[:300]
         p.emit(
@@ -614,18 +625,19 @@ class Builder:
         install step cadillac issued brings the network (run_command checks it); a judge
         of cadillac's (the story driver) also sees its own folders (``visible``,
         ``writable``)."""
-        result = run_command(
-            command,
-            self.run.workspace,
-            self.config.executor,
-            timeout_s=timeout_s,
-            path_prefix=[self.venv_bin],
-            env=self.env,
-            stop=self.stop,
-            install=install,
-            visible=visible,
-            writable=writable,
-        )
+        with self.project.own_command():  # what it leaves is cadillac's, not the change
+            result = run_command(
+                command,
+                self.run.workspace,
+                self.config.executor,
+                timeout_s=timeout_s,
+                path_prefix=[self.venv_bin],
+                env=self.env,
+                stop=self.stop,
+                install=install,
+                visible=visible,
+                writable=writable,
+            )
         (self.phase_emit or self.emit)(
             "command",
             command=command,
@@ -803,6 +815,15 @@ class Builder:
         s.files = self.workspace.files()
         s.memory_saved = list(self.memory_tool.saved)
         self.run.save_summary(s)
+
+
+def written_path(arguments: str) -> str:
+    """The ``path`` argument of a file tool's call that succeeded ("" if there is none)."""
+    try:
+        path = json.loads(arguments).get("path", "")
+    except (ValueError, AttributeError):
+        return ""
+    return path if isinstance(path, str) else ""
 
 
 def check_keys(llm: LLMConfig) -> None:

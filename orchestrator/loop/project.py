@@ -8,12 +8,18 @@ about the project:
   for a new project; for an existing one, ``phases/enhance.md``, its test command and
   tests, what already failed before any change, and the knowledge digest of its tree;
 * **what runs before the first phase** (:meth:`Project.before_first_phase`): for an
-  existing project, its own tests, once, on the project as it is;
+  existing project, its dependencies and test tools installed and its own tests run once,
+  on the project as it is, test by test: the baseline every later run is held to
+  (:mod:`phases.suite.gate`). A suite that cannot run at all stops the build there, in
+  one line (:class:`SuiteCannotRun`): no model round is spent on it;
 * **whether a phase needs the model** (:meth:`Project.without_model`): an existing
   project's deps phase is cadillac's alone when no dependency file changed and the plan
   changes none (its own dependencies installed, no model rounds);
 * **what happens when a phase passed** (:meth:`Project.phase_passed`): an existing
-  project's change is committed on its branch and ``changes.patch`` rewritten;
+  project's change is committed on its branch and ``changes.patch`` rewritten, without
+  what cadillac's own commands left in the workspace (:mod:`orchestrator.loop.products`:
+  every command of cadillac's runs inside :meth:`Project.own_command`, and what the model
+  writes with its file tools is its own, :meth:`Project.model_wrote`);
 * **what a resume does first** (:meth:`Project.resume`): an existing project goes back
   to its last commit (the stopped phase's half-written changes are discarded, and named).
 
@@ -24,32 +30,37 @@ comes from and where its change goes is :mod:`orchestrator.loop.source`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
+from orchestrator.errors import CadillacError
 from orchestrator.loop import source as sources
+from orchestrator.loop.products import Products
 from orchestrator.loop.runs import BaselineRecord, PhaseSummary, Run, RunSummary, TaskRecord
-from orchestrator.sandbox.files import UnsafeFile, read_regular, what_is
+from orchestrator.sandbox.files import UnsafeFile, read_regular, replace_file, what_is
 from orchestrator.sandbox.installs import DEPENDENCY_FILES
 from phases import deps
-from phases.base import (
-    Baseline,
-    Phase,
-    PhaseContext,
-    Plan,
-    PlanError,
-    load_plan,
-    read_prompt,
-    suite_kept,
-)
+from phases.base import Baseline, Phase, PhaseContext, Plan, PlanError, load_plan, read_prompt
 from phases.suite import discover_test_command, inventory
+from phases.suite.gate import project_run
+from phases.suite.results import SuiteResults
+from phases.suite.run import DEFAULT_TIMEOUT_S
 
-FAILING_LINES = 12
-"""How many of the last lines of a failing suite's output say what failed at the start."""
+FAILING_SHOWN = 10
+"""How many tests that already fail are named at the start."""
+BASELINE_RESULTS = "baseline-tests.json"
+"""The first run's results, test by test, in the run's folder."""
 Emit = Callable[..., None]
+
+
+class SuiteCannotRun(CadillacError):
+    """The project's own tests cannot run on the project as it is: the build stops before
+    its first phase (a change could not be judged by them)."""
 
 
 class Project(Protocol):
@@ -80,6 +91,14 @@ class Project(Protocol):
         """Make the workspace ready to run the stopped phase again; what that discarded."""
         ...
 
+    def own_command(self) -> AbstractContextManager:
+        """Around each command cadillac runs itself in the workspace (an install, a check)."""
+        ...
+
+    def model_wrote(self, path: str) -> None:
+        """The model wrote ``path`` with a file tool."""
+        ...
+
 
 class NewProject:
     """A project cadillac makes from an empty folder: nothing differs from the loop."""
@@ -102,6 +121,12 @@ class NewProject:
     def resume(self) -> list[str]:
         return []
 
+    def own_command(self) -> AbstractContextManager:
+        return contextlib.nullcontext()
+
+    def model_wrote(self, path: str) -> None:
+        return None
+
 
 class ExistingProject:
     """A change to a project that exists (``cadillac enhance``, ``iterate``): its workspace
@@ -117,8 +142,16 @@ class ExistingProject:
         self.baseline = (
             None
             if base is None
-            else Baseline(base.test_command, base.suite, dict(base.dependency_files))
+            else Baseline(
+                base.test_command,
+                base.suite,
+                dict(base.dependency_files),
+                results=load_results(run.dir / BASELINE_RESULTS),
+                version=self.source.version,
+            )
         )
+        self.products = Products(run.workspace, run.dir, sources.NOT_THE_CHANGE)
+        """What cadillac's own commands left in the workspace: never the change."""
 
     # ------------------------------------------------------------------ the prompt
     def prompt(self, digest: Callable[[], str]) -> str:
@@ -135,7 +168,13 @@ class ExistingProject:
         if failing:
             parts.append(
                 "The project's own tests already failed before any change (run once at the "
-                f"start, as the checks run them): {failing}"
+                f"start, as the checks run them; these may still fail, no others): {failing}"
+            )
+        results = self.baseline.results if self.baseline else None
+        if results is not None and not results.readable:
+            parts.append(
+                "The project's test command reports no per-test results cadillac can read: "
+                "its exit status decides."
             )
         overview = digest()  # the end of the last phase refreshed it
         if overview:
@@ -144,24 +183,64 @@ class ExistingProject:
 
     # ------------------------------------------------------------------ before the first phase
     def before_first_phase(self, ctx: PhaseContext) -> str | None:
-        """The project's own tests, run once on the project as it is, as the checks run
-        them (in the sandbox, its own dependencies installed as the deps phase installs
-        them). What failed (the step, its status, the last lines of its output) is kept in
-        ``task.json`` and told to every phase; None when they passed, or there is no test
-        command to run."""
+        """Install the project's dependencies and test tools as the deps phase does, then
+        run its own tests once, with reports, on the project as it is: the results, test
+        by test, are the baseline (``baseline-tests.json``) every later run is held to.
+        What already fails is kept in ``task.json``, told to every phase and returned;
+        None when everything passed, or there is no test command. A suite that cannot run
+        at all raises :class:`SuiteCannotRun`."""
         base = self.record.baseline
-        if base is None or not base.test_command:
+        if base is None or not base.test_command or self.baseline is None:
             return None
-        base.failing = failing_at_start(ctx, base.test_command)
+        as_it_is = Plan(
+            summary="the project as it is",
+            stack=[],
+            files=list(DEPENDENCY_FILES),
+            dependencies=[],
+            test_command=base.test_command,
+            run_command="true",
+        )
+        started = time.perf_counter()
+        ready = deps.check(ctx, as_it_is)
+        seconds = round(time.perf_counter() - started, 3)
+        self.emit("baseline_deps", passed=ready.passed, summary=ready.summary, seconds=seconds)
+        base.installed = ready.summary if ready.passed else ""
+        if not ready.passed:
+            base.failing = (
+                f"{ready.summary}: {ready.details.splitlines()[0] if ready.details else ''}"
+            )
+            self.run.save_task(self.record)
+            return base.failing
+        results = project_run(ctx, base.test_command, DEFAULT_TIMEOUT_S)
+        replace_file(self.run.dir / BASELINE_RESULTS, results.model_dump_json().encode())
+        self.baseline.results = results
+        failed = results.with_outcome("failed")
+        self.emit(
+            "baseline_tests",
+            command=base.test_command,
+            report=results.report,
+            ran=results.ran(),
+            passed=len(results.with_outcome("passed")),
+            failed=failed[:50],
+            exit_code=results.exit_code,
+            seconds=results.seconds,
+        )
+        stop = cannot_run(results)
+        if stop:
+            base.failing = stop
+            self.run.save_task(self.record)
+            raise SuiteCannotRun(stop)
+        base.failing = failing_text(results)
         self.run.save_task(self.record)
-        self.emit("baseline_tests", command=base.test_command, failing=base.failing)
         return base.failing
 
     # ------------------------------------------------------------------ phases
     def without_model(self, name: str, phase: Phase, ctx: PhaseContext) -> PhaseSummary | None:
         """The deps phase of a project whose dependency files are as they were, and whose
         plan lists none to change: the project's own dependencies installed, no model
-        rounds. None when the model must do the phase (and a failing install is its)."""
+        rounds. None when the model must do the phase (and a failing install is its).
+        What the install before the first phase made is kept when its environment is
+        still there (installing it again would install the same, and cost the time)."""
         if name != "deps" or self.baseline is None:
             return None
         try:
@@ -172,11 +251,19 @@ class ExistingProject:
         if now != self.baseline.dependency_files or planned & set(DEPENDENCY_FILES):
             return None
         started = time.perf_counter()
-        check = phase.check(ctx)
-        if not check.passed:
-            return None  # the model gets the phase, and this failure with it
+        base = self.record.baseline
+        venv = what_is(self.run.workspace / ".venv" / "bin" / "python")
+        if base is not None and base.installed and venv in (None, "a symbolic link"):
+            summary = (
+                f"installed before the first phase: {base.installed}; no dependency file "
+                "changed: done without the model"
+            )
+        else:
+            check = phase.check(ctx)
+            if not check.passed:
+                return None  # the model gets the phase, and this failure with it
+            summary = f"{check.summary} (no dependency file changed: done without the model)"
         seconds = round(time.perf_counter() - started, 3)
-        summary = f"{check.summary} (no dependency file changed: done without the model)"
         self.emit(
             "phase_end", phase=name, outcome="passed", rounds=0, seconds=seconds, check=summary
         )
@@ -186,17 +273,38 @@ class ExistingProject:
         """Commit what the phase changed on the build's branch; rewrite changes.patch."""
         message = f"cadillac {self.run.id} {result.phase}: {result.finish_summary or result.check}"
         workspace = self.run.workspace
-        head = sources.commit(self.source, workspace, message[:300], said=self._guard_said)
+        head, left = sources.commit(
+            self.source,
+            workspace,
+            message[:300],
+            said=self._guard_said,
+            products=self.products.of,
+        )
         stat = sources.write_patch(self.source, workspace, self.run.patch_path)
         summary.branch = self.source.branch
         summary.changed = sources.changed_files(self.source, workspace)
-        self.emit("commit", phase=result.phase, head=head, stat=stat.splitlines()[-1:] or [""])
+        summary.left_out = sorted(set(summary.left_out) | set(left))
+        self.emit(
+            "commit",
+            phase=result.phase,
+            head=head,
+            stat=stat.splitlines()[-1:] or [""],
+            left_out=left[:50],
+            left_out_count=len(left),
+        )
 
     def resume(self) -> list[str]:
         """A resumed build runs the phase it stopped in again from its start, so its
         workspace goes back to the last phase's commit first (see
         :func:`orchestrator.loop.source.restore`); what that discards is returned."""
         return sources.restore(self.source, self.run.workspace, said=self._guard_said)
+
+    def own_command(self) -> AbstractContextManager:
+        """What the command makes, changes or removes is cadillac's, not the change."""
+        return self.products.watch()
+
+    def model_wrote(self, path: str) -> None:
+        self.products.claim(path)
 
     def _guard_said(self, text: str) -> None:
         """What the git guard removed from the workspace before running git, as an event."""
@@ -233,23 +341,51 @@ def dependency_hashes(root: Path) -> dict[str, str]:
     return out
 
 
-def failing_at_start(ctx: PhaseContext, test_command: str) -> str | None:
-    """What :meth:`ExistingProject.before_first_phase` reports of a project as it is, or None."""
-    as_it_is = Plan(
-        summary="the project as it is",
-        stack=[],
-        files=list(DEPENDENCY_FILES),
-        dependencies=[],
-        test_command=test_command,
-        run_command="true",
-    )
-    ready = deps.check(ctx, as_it_is)
-    failed = suite_kept(ctx) if ready.passed else ready
-    if failed is None or failed.passed:
+def load_results(path: Path) -> SuiteResults | None:
+    """The first run's results kept in ``path``; None when there are none (yet)."""
+    if what_is(path) is not None:
         return None
-    status, _, output = failed.details.partition("\n")
-    tail = [line for line in output.splitlines() if line.strip()][-FAILING_LINES:]
-    return f"{failed.summary}: {status}" + "".join(f"\n{line}" for line in tail)
+    try:
+        return SuiteResults.model_validate_json(read_regular(path))
+    except (OSError, UnsafeFile, ValueError):
+        return None
+
+
+def cannot_run(results: SuiteResults) -> str | None:
+    """Why the project's own tests cannot run at all, in one line; None when they ran."""
+    command = f"`{results.command}`"
+    last = results.tail.strip().splitlines()[-1][:200] if results.tail.strip() else ""
+    said = f": {last}" if last else ""
+    if results.timed_out:
+        return (
+            f"the project's own tests {command} did not finish within "
+            f"{DEFAULT_TIMEOUT_S:.0f} s; give --test-cmd a part of the suite"
+        )
+    if results.readable and results.ran() == 0:
+        return f"the project's own tests {command} ran 0 tests{said}"
+    if not results.readable and results.exit_code != 0:
+        return (
+            f"the project's own tests cannot run: {command} exited with status "
+            f"{results.exit_code} and reported no test{said}"
+        )
+    return None
+
+
+def failing_text(results: SuiteResults) -> str | None:
+    """What already fails, in a few lines (the first tests named); None when nothing does."""
+    failed = results.with_outcome("failed")
+    if not results.readable:
+        return None
+    if not failed:
+        return None
+    names = ", ".join(failed[:FAILING_SHOWN])
+    more = f" and {len(failed) - FAILING_SHOWN} more" if len(failed) > FAILING_SHOWN else ""
+    lines = [f"{len(failed)} of {results.ran()} test(s) failed: {names}{more}"]
+    for test in failed[:3]:
+        said = results.messages.get(test, "").strip().splitlines()
+        if said:
+            lines.append(f"{test}: {said[-1][:200]}")
+    return "\n".join(lines)
 
 
 def baseline_of(workspace: Path, test_command: str | None) -> BaselineRecord:

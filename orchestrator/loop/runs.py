@@ -53,6 +53,9 @@ class BaselineRecord(BaseModel):
     failing: str | None = None
     """What the project's own tests said when run once before the first phase, when they
     failed (``cadillac enhance`` runs them); None when they passed or did not run."""
+    installed: str = ""
+    """What the install before the first phase did, when it passed ("" otherwise): the
+    deps phase keeps it when no dependency file changed."""
 
 
 class MatrixOrigin(BaseModel):
@@ -178,6 +181,9 @@ class RunSummary(BaseModel):
     """An enhance build's branch, holding one commit per phase that changed something."""
     changed: list[str] = Field(default_factory=list)
     """The files an enhance build's change touches (``changes.patch`` holds it)."""
+    left_out: list[str] = Field(default_factory=list)
+    """Files an enhance build left out of its change: what cadillac's own installs, builds
+    and test runs made or changed in the workspace (a lock file, a coverage folder)."""
     applied: str = ""
     """What ``--apply`` did with the change, when it was asked to."""
 

@@ -43,6 +43,9 @@ when none of the files it touches changed since the copy.
 
 from __future__ import annotations
 
+import os
+import re
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -52,7 +55,7 @@ from pydantic import BaseModel
 from memory.tags import project_tags
 from orchestrator.errors import CadillacError
 from orchestrator.sandbox.files import copy_tree
-from orchestrator.sandbox.git import GitError, WorkTree, git, status_paths
+from orchestrator.sandbox.git import GitError, WorkTree, git, status_entries, status_paths
 from orchestrator.sandbox.installs import ENV_DIRS
 
 CADILLAC_FILES = ("plan.json", "PLAN.md", "stories.json")
@@ -93,6 +96,9 @@ class Source(BaseModel):
     """The repository is bare: the change stays on :attr:`branch`, nothing is applied."""
     tags: list[str] = []
     """The project's stacks, read from its files at the start (:func:`project_tags`)."""
+    version: str | None = None
+    """The project's version from its repository's tags (:func:`version_of`), for a build
+    backend that reads it from git; None for a folder, or a repository with no such tag."""
 
 
 class RepoState(BaseModel):
@@ -208,6 +214,7 @@ def prepare(path: Path, workspace: Path, run_dir: Path, run_id: str, parent: str
             branch=branch,
             bare=bare is not None,
             tags=sorted(project_tags(workspace)),
+            version=version_of(repo, base),
         )
     workspace.rmdir()  # made empty with the run; the copy makes it again
     copied = copy_tree(path, workspace, skip_dirs=COPY_SKIP)
@@ -226,8 +233,34 @@ def prepare(path: Path, workspace: Path, run_dir: Path, run_id: str, parent: str
         skipped=copied.skipped,
         tags=sorted(project_tags(workspace)),
     )
-    source.base = commit(source, workspace, "the project as cadillac found it", allow_empty=True)
+    source.base, _ = commit(source, workspace, "the project as cadillac found it", allow_empty=True)
     return source
+
+
+TAG_VERSION = re.compile(r"(\d+(?:\.\d+)*)((?:a|b|rc)\d+)?$")
+
+
+def version_of(repo: Path, commit: str) -> str | None:
+    """The version setuptools-scm and hatch-vcs would give ``commit``, from the nearest tag
+    that ends in a version (``v1.2.0``, ``release-2.1``): the tag's version at the tag
+    itself, else the next patch release's ``.devN+gHASH`` (N commits after the tag, as
+    their default scheme says); None when no tag reads as a version."""
+    described = git(
+        "describe", "--tags", "--long", "--match", "*[0-9]*", commit, repo=repo, check=False
+    ).strip()
+    match = re.fullmatch(r"(.+)-(\d+)-g([0-9a-f]+)", described)
+    found = TAG_VERSION.search(match.group(1)) if match else None
+    if match is None or found is None:
+        return None
+    release, pre = found.group(1), found.group(2) or ""
+    distance = int(match.group(2))
+    if distance == 0:
+        return release + pre
+    if pre:
+        return f"{release}{pre}.dev{distance}+g{match.group(3)}"
+    parts = release.split(".")
+    parts[-1] = str(int(parts[-1]) + 1)
+    return f"{'.'.join(parts)}.dev{distance}+g{match.group(3)}"
 
 
 def _tree(source: Source, workspace: Path, said: Said = None) -> WorkTree:
@@ -235,23 +268,72 @@ def _tree(source: Source, workspace: Path, said: Said = None) -> WorkTree:
     return WorkTree(source.git_dir, workspace, said=said)
 
 
-def _excluded() -> list[str]:
-    return [f":(exclude){name}" for name in (*CADILLAC_FILES, *ENV_DIRS)] + [
-        ":(exclude,glob)**/__pycache__/**"
-    ]
+NOT_THE_CHANGE = (
+    *ENV_DIRS,
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    ".tox",
+    ".nox",
+    ".nyc_output",
+    ".eggs",
+)
+"""Folders, at any depth, that installs, builds and test runs fill: never what a change touched."""
+Products = Callable[[list[str], list[str]], list[str]]
+"""products(paths, untracked) -> those of ``paths`` that cadillac's own commands left
+(:meth:`orchestrator.loop.products.Products.of`): never committed."""
+
+
+def _skipped() -> list[str]:
+    """Pathspecs that leave out cadillac's own files and :data:`NOT_THE_CHANGE`."""
+    skip = [f":(exclude,glob)**/{name}/**" for name in NOT_THE_CHANGE]
+    skip += [":(exclude,glob)**/*.egg-info/**"]
+    return skip + [f":(exclude,literal){name}" for name in CADILLAC_FILES]
 
 
 def commit(
-    source: Source, workspace: Path, message: str, allow_empty: bool = False, said: Said = None
-) -> str:
-    """Commit what changed in ``workspace`` (cadillac's own files left out); the new head.
-    Nothing changed: no commit, the current head. ``said`` hears what the guard removed."""
+    source: Source,
+    workspace: Path,
+    message: str,
+    allow_empty: bool = False,
+    said: Said = None,
+    products: Products | None = None,
+) -> tuple[str, list[str]]:
+    """Commit what changed in ``workspace``: the new head, and what was left out of the
+    commit as cadillac's commands' (``products``). Nothing changed: no commit, the current
+    head. ``said`` hears what the guard removed.
+
+    What is committed is named path by path (literal pathspecs read from a file): tracked
+    files changed or removed, and untracked files the project's ignore rules do not
+    ignore, without cadillac's own files, :data:`NOT_THE_CHANGE` and ``products``. Naming
+    an ignored path to ``git add`` fails ("The following paths are ignored"), so none is
+    ever named: a ``.gitignore`` listing ``.venv/`` is what real repositories have."""
     tree = _tree(source, workspace, said)
-    tree.git("add", "-A", "--", ".", *_excluded())
+    status = tree.git(
+        "status", "-z", "--porcelain", "--untracked-files=all", "--", ".", *_skipped()
+    )
+    entries = status_entries(status)
+    paths = [path for path, _ in entries]
+    untracked = [path for path, code in entries if code == "??"]
+    left = sorted(products(paths, untracked)) if products is not None else []
+    wanted = [p for p in paths if p not in set(left)]
+    if wanted:
+        with tempfile.NamedTemporaryFile("wb", prefix="cadillac-add-", delete=False) as f:
+            f.write(
+                b"".join(
+                    f":(literal){p}".encode("utf-8", "surrogateescape") + b"\0" for p in wanted
+                )
+            )
+        try:
+            tree.git("add", "-A", f"--pathspec-from-file={f.name}", "--pathspec-file-nul")
+        finally:
+            os.unlink(f.name)
     staged = tree.git("diff", "--cached", "--name-only", "-z")
     if staged.strip("\0") or allow_empty:
         tree.git("commit", "-q", "--no-verify", "--allow-empty", "-m", message)
-    return tree.git("rev-parse", "HEAD").strip()
+    return tree.git("rev-parse", "HEAD").strip(), left
 
 
 def restore(source: Source, workspace: Path, said: Said = None) -> list[str]:
@@ -332,10 +414,6 @@ def discard(source: Source, workspace: Path) -> None:
     git("branch", "-D", source.branch, repo=repo, check=False)
 
 
-NOT_THE_CHANGE = (*ENV_DIRS, "__pycache__", ".pytest_cache", ".mypy_cache", ".tox", ".nox")
-"""Folders, at any depth, that installs, builds and test runs fill: never what a change touched."""
-
-
 def touched(source: Source, workspace: Path, said: Said = None) -> list[str]:
     """What the change touched since the build's start: tracked files that differ from
     ``source.base`` (committed or not; a rename is the old name gone and the new one
@@ -348,8 +426,7 @@ def touched(source: Source, workspace: Path, said: Said = None) -> list[str]:
     a module cannot be hidden from the build check by ignoring it. ``said`` hears what
     the guard removed first (a nested repository the model made)."""
     tree = _tree(source, workspace, said)
-    skip = [f":(exclude,glob)**/{name}/**" for name in NOT_THE_CHANGE]
-    skip += [f":(exclude){name}" for name in CADILLAC_FILES]
+    skip = _skipped()
 
     def names(*args: str) -> list[str]:
         return [n for n in tree.git(*args, "--", ".", *skip).split("\0") if n]

@@ -22,7 +22,7 @@ anything in its workspace, so every git command of cadillac goes through here, a
   pointer to one elsewhere), puts the top's own pointer back as cadillac made it, and
   drops from the index any gitlink HEAD does not hold; what it removed is said.
 
-:func:`status_paths` is the one parser of ``git status -z``.
+:func:`status_entries` is the one parser of ``git status -z``.
 """
 
 from __future__ import annotations
@@ -181,19 +181,25 @@ def git(*args: str, repo: Path | None = None, **kw) -> str:
     return out
 
 
-def status_paths(status: str) -> list[str]:
-    """The paths a ``git status -z --porcelain`` output names: ``XY path``, and for a
-    rename or copy the new path's entry is followed by the old path alone (both count)."""
-    paths, entries = [], iter(status.split("\0"))
+def status_entries(status: str) -> list[tuple[str, str]]:
+    """The paths a ``git status -z --porcelain`` output names, each with its two-letter
+    code (``??`` untracked): ``XY path``, and for a rename or copy the new path's entry is
+    followed by the old path alone (both count, with the rename's code)."""
+    out, entries = [], iter(status.split("\0"))
     for entry in entries:
         if not entry:
             continue
-        paths.append(entry[3:])
+        out.append((entry[3:], entry[:2]))
         if "R" in entry[:2] or "C" in entry[:2]:
             old = next(entries, "")
             if old:
-                paths.append(old)
-    return paths
+                out.append((old, entry[:2]))
+    return out
+
+
+def status_paths(status: str) -> list[str]:
+    """The paths of :func:`status_entries`."""
+    return [path for path, _ in status_entries(status)]
 
 
 class WorkTree:

@@ -42,6 +42,7 @@ says so. Dependency files are read without following links (:mod:`orchestrator.s
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import tomllib
 import weakref
@@ -120,7 +121,50 @@ def _wheels(root: Path, what: str, requirements: Sequence[str]) -> list[InstallS
     return [InstallStep(what, command, network=True, tool="pip")]
 
 
-def _pyproject(path: Path) -> list[InstallStep]:
+def _project_step(version: str | None) -> InstallStep:
+    """The offline editable install of the project itself; ``version`` (from the
+    repository's tags, checked by :func:`pretend_version`) is what a build backend that
+    reads its version from git gets instead, since the sandbox shows it no repository."""
+    command = OFFLINE_PROJECT
+    if version:
+        quoted = shlex.quote(pretend_version(version))
+        command = f"SETUPTOOLS_SCM_PRETEND_VERSION={quoted} {OFFLINE_PROJECT}"
+    return InstallStep("the project itself", command, network=False)
+
+
+PEP440 = re.compile(r"\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[a-z0-9]+(\.[a-z0-9]+)*)?")
+
+
+def pretend_version(version: str) -> str:
+    """``version`` when it is a plain PEP 440 version; InstallError otherwise."""
+    if not PEP440.fullmatch(version):
+        raise InstallError(f"{version!r} is not a version cadillac gives a build backend")
+    return version
+
+
+def requirement_steps(
+    root: Path, what: str, requirements: Sequence[str], where: str
+) -> tuple[list[InstallStep], list[str]]:
+    """Wheel installs of those ``requirements`` that are plain registry requirements (the
+    project's test tools, a build backend's own requirements), and why each other one was
+    left out. They are read from files the model may edit, so each is checked as a
+    ``requirements.txt`` line is."""
+    kept, refused = [], []
+    for text in requirements:
+        try:
+            kept.append(requirement(text, where))
+        except InstallError as exc:
+            refused.append(str(exc))
+    kept = list(dict.fromkeys(kept))
+    prefix = f"PATH={shlex.quote(trusted_path(root))} "
+    steps = [
+        _issue(InstallStep(s.what, prefix + s.command, s.network, s.tool))
+        for s in _wheels(root, what, kept)
+    ]
+    return steps, refused
+
+
+def _pyproject(path: Path, version: str | None = None) -> list[InstallStep]:
     try:
         data = tomllib.loads(read_text(path))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -133,7 +177,7 @@ def _pyproject(path: Path) -> list[InstallStep]:
     wanted += [requirement(str(r), "pyproject.toml [project] dependencies") for r in deps]
     steps = _wheels(path.parent, "pyproject.toml dependencies", wanted)
     if "project" in data or what_is(path.parent / "setup.py") is None:
-        steps.append(InstallStep("the project itself", OFFLINE_PROJECT, network=False))
+        steps.append(_project_step(version))
     return steps
 
 
@@ -182,14 +226,19 @@ dependency files belong to the workspace's one ``.venv``, at the root."""
 
 
 def install_steps(
-    root: Path, declared: Sequence[str], plan_dependencies: Sequence[str] = (), folder: str = "."
+    root: Path,
+    declared: Sequence[str],
+    plan_dependencies: Sequence[str] = (),
+    folder: str = ".",
+    version: str | None = None,
 ) -> list[InstallStep]:
     """The install commands for the dependency files of ``root`` that ``declared`` names.
 
     ``folder``: the sub-folder of ``root`` that holds them (``frontend``), each of whose
     parts must be a real folder, never a link the model made; its steps run there (``cd``),
     and it may hold only :data:`SUBFOLDER_FILES`. The package managers' own settings are
-    refused in the folder and at the root alike."""
+    refused in the folder and at the root alike. ``version``: the project's version from
+    its repository's tags, given to the install of the project itself."""
     where = subfolder(root, folder)
     if folder != ".":
         python = [n for n in declared if Path(n).name not in SUBFOLDER_FILES]
@@ -198,7 +247,7 @@ def install_steps(
                 f"{folder}/{python[0]}: Python's dependency files are read at the workspace "
                 "root only (its one .venv); move it there"
             )
-    steps = _steps(where, declared, plan_dependencies)
+    steps = _steps(where, declared, plan_dependencies, version)
     if steps:
         for base, shown in {(root, ""), (where, f"{folder}/" if folder != "." else "")}:
             for name in PROJECT_CONFIG:
@@ -260,7 +309,9 @@ def check_issued(step: InstallStep, command: str) -> None:
         raise InstallError(f"{step.what}: the command differs from the issued step's; refused")
 
 
-def _steps(root: Path, declared: Sequence[str], plan_dependencies: Sequence[str]) -> list:
+def _steps(
+    root: Path, declared: Sequence[str], plan_dependencies: Sequence[str], version: str | None
+) -> list:
     names = {Path(p).as_posix() for p in declared}
     present = [n for n in DEPENDENCY_FILES if n in names and what_is(root / n) is None]
     steps: list[InstallStep] = []
@@ -268,11 +319,11 @@ def _steps(root: Path, declared: Sequence[str], plan_dependencies: Sequence[str]
         reqs = _requirements_file(root / "requirements.txt")
         steps += _wheels(root, "requirements.txt", reqs)
     if "pyproject.toml" in present:
-        steps += _pyproject(root / "pyproject.toml")
+        steps += _pyproject(root / "pyproject.toml", version)
     elif "setup.py" in present:
         reqs = [requirement(r, "plan.json dependencies") for r in plan_dependencies]
         steps += _wheels(root, "the plan's dependencies", reqs)
-        steps.append(InstallStep("the project itself", OFFLINE_PROJECT, network=False))
+        steps.append(_project_step(version))
     if "package.json" in present:
         check_package_json(root)
         verb = "ci" if what_is(root / "package-lock.json") is None else "install"

@@ -1,17 +1,12 @@
-"""An existing project's own test suite: the command that runs it, and what it holds.
+"""What an existing project's test files hold, read as a reviewer reads a diff.
 
-When cadillac changes a project that already exists (``cadillac enhance``), the project's
-own tests are the first judge of the change, and a model under pressure to pass them
-could delete or skip the ones that fail. Two things are decided here:
-
-* :func:`discover_test_command` reads the project's configuration for the command its
-  authors run (pytest when it is configured, ``unittest discover`` for a plain ``tests/``
-  folder, ``npm test``, ``go test ./...``, ``cargo test``, ``make test``); a user may give
-  one instead.
-* :func:`inventory` lists the tests of the project's test files by name, and counts the
-  skip markers in each file, by reading the files (never by running them: the code is
-  the model's). A check compares the inventory before and after the change: a test that
-  is gone (deleted, or renamed) or a file with more skip markers than before fails it.
+A model under pressure to pass a project's own tests could delete or skip the ones that
+fail. :func:`inventory` lists the tests of the project's test files by name, and counts
+the skip markers in each file, by reading the files (never by running them: the code is
+the model's). A check compares the inventory before and after the change: a test that is
+gone (deleted, or renamed) or a file with more skip markers than before fails it. What
+actually ran is the other half of the judgement (:mod:`phases.suite.results`): a test
+can be kept in its file and still never run.
 
 Reading is static and by pattern, per language (Python ``def test_*``, unittest methods,
 JavaScript ``it(``/``test(``, Go ``func TestX``, Rust ``#[test] fn``), so it sees what a
@@ -24,12 +19,11 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tomllib
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.sandbox.files import UnsafeFile, read_regular, what_is
+from orchestrator.sandbox.files import UnsafeFile, read_regular
 
 SKIP_DIRS = frozenset(
     {".git", ".venv", "venv", "node_modules", "target", "dist", "build", "__pycache__"}
@@ -91,7 +85,7 @@ def _language(path: str) -> str | None:
     return suffix if suffix in TEST_NAMES else None
 
 
-def _test_files(root: Path) -> list[str]:
+def test_files(root: Path) -> list[str]:
     found = []
     for folder, subfolders, files in os.walk(root):  # os.walk does not enter links
         subfolders[:] = sorted(d for d in subfolders if d not in SKIP_DIRS)
@@ -126,7 +120,7 @@ def _python_names(text: str) -> list[str]:
 def inventory(root: Path) -> SuiteInventory:
     """The tests and skip markers of the test files under ``root``."""
     out = SuiteInventory()
-    for path in _test_files(root):
+    for path in test_files(root):
         try:
             text = read_regular(root / path, MAX_TEST_FILE_BYTES).decode("utf-8", "replace")
         except (UnsafeFile, OSError):
@@ -142,51 +136,3 @@ def inventory(root: Path) -> SuiteInventory:
             out.tests[path] = names
         out.skips[path] = len(SKIP_MARKERS.findall(text))
     return out
-
-
-def _read_toml(path: Path) -> dict:
-    if what_is(path) is not None:
-        return {}
-    try:
-        return tomllib.loads(read_regular(path, 1024 * 1024).decode("utf-8"))
-    except (UnsafeFile, OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return {}
-
-
-def _text(path: Path) -> str:
-    if what_is(path) is not None:
-        return ""
-    try:
-        return read_regular(path, 1024 * 1024).decode("utf-8", "replace")
-    except (UnsafeFile, OSError):
-        return ""
-
-
-def discover_test_command(root: Path) -> str | None:
-    """The command the project's authors run its tests with, read from its configuration;
-    None when nothing says (the plan must then name one)."""
-    pyproject = _read_toml(root / "pyproject.toml")
-    pytest_configured = (
-        "pytest" in pyproject.get("tool", {})
-        or what_is(root / "pytest.ini") is None
-        or what_is(root / "conftest.py") is None
-        or "[tool:pytest]" in _text(root / "setup.cfg")
-        or "[pytest]" in _text(root / "tox.ini")
-    )
-    if pytest_configured:
-        return "python -m pytest -q"
-    package = _text(root / "package.json")
-    if '"test"' in package and '"scripts"' in package:
-        return "npm test"
-    if what_is(root / "go.mod") is None:
-        return "go test ./..."
-    if what_is(root / "Cargo.toml") is None:
-        return "cargo test"
-    if re.search(r"^test\s*:", _text(root / "Makefile"), re.M):
-        return "make test"
-    python_tests = [p for p in _test_files(root) if p.endswith(".py")]
-    if python_tests:
-        folders = {p.split("/", 1)[0] if "/" in p else "." for p in python_tests}
-        start = "tests" if "tests" in folders else ("test" if "test" in folders else ".")
-        return f"python -m unittest discover -s {start}"
-    return None

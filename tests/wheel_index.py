@@ -1,6 +1,7 @@
-"""A package index on 127.0.0.1 for the reference projects that need third-party packages.
+"""A package index on 127.0.0.1 for the tests whose projects install third-party packages
+(the matrix tasks' reference projects, enhance's real-shaped repositories).
 
-No test reaches a registry, so the wheels those references install (pinned in
+No test reaches a registry, so the wheels those projects install (pinned in
 ``tests/fixtures/test-wheels.txt``) are downloaded by ``make test`` into
 ``.cache/test-wheels`` and served here as a PEP 503 simple index. The scorer's install
 step is pointed at it the way a user points pip at their own index (``PIP_INDEX_URL``),
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-WHEELS = Path(__file__).resolve().parents[3] / ".cache" / "test-wheels"
+WHEELS = Path(__file__).resolve().parents[1] / ".cache" / "test-wheels"
 
 
 def _project(wheel: str) -> str:
