@@ -16,6 +16,9 @@ function counts, as it does for ``tests/test_architecture.py``; the walk never e
 expression. (A tree-sitter query would find them too, but a query's time grows with the
 square of a run of syntax errors: 500,000 ``(`` take minutes.) A definition's lines run
 from its first decorator to its last line.
+
+The file is read in UTF-8 whatever it declares (:func:`encoding.python_utf8`: PEP 263,
+a BOM), with ``\\n`` line endings (the caller's :func:`encoding.newlines`).
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ import re
 from tree_sitter import Node
 
 from orchestrator.index import paths
+from orchestrator.index.encoding import count_lines, python_utf8
 from orchestrator.index.languages import parser
-from orchestrator.index.nodes import count_lines, first_text_line, header, text
+from orchestrator.index.nodes import first_text_line, header, text
 from orchestrator.index.records import Import, Symbol
 
 STATEMENT_HOLDERS = frozenset(
@@ -65,6 +69,7 @@ def module_name(path: str) -> str:
 
 def extract(path: str, data: bytes) -> tuple[list[Symbol], list[Import], bool, str]:
     """Symbols, imports, whether the parse met errors, and the module's doc line."""
+    data = python_utf8(data)
     tree = parser("python").parse(data)
     root = tree.root_node
     doc = docstring(root, data)
