@@ -9,10 +9,11 @@ into ``out``. Later builds reuse the records of unchanged files.
 ``CodeIndex.load(out)`` answers questions of an index and never raises.
 
 Modules: ``walk`` and ``ignore`` (which files, read safely), ``languages`` (grammars),
-``extract`` (one file -> records) with ``python_code``, ``declarations``, ``scan``,
-``manifests``, ``nodes``, ``rust_paths``; ``resolve``, ``testmap``, ``history``
-(relations); ``digest``; ``store`` (the folder's files); ``build``; ``search`` (BM25);
-``reader`` (``CodeIndex``); ``records`` (every record, ``IndexConfig``); ``paths``.
+``extract`` (one file -> records) with ``encoding`` (line endings, PEP 263),
+``python_code``, ``declarations``, ``scan``, ``manifests``, ``nodes``, ``rust_paths``;
+``resolve``, ``testmap``, ``history`` (relations); ``digest``; ``store`` (the folder's
+files); ``build``; ``search`` (BM25); ``reader`` (``CodeIndex``); ``records`` (every
+record, ``IndexConfig``); ``paths``.
 """
 
 from orchestrator.index.build import build_index

@@ -22,10 +22,6 @@ def text(node: Node | None, data: bytes) -> str:
     return data[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
-def count_lines(data: bytes) -> int:
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-
-
 def one_line(raw: str, cap: int) -> str:
     line = " ".join(raw.split())
     return line if len(line) <= cap else line[: cap - 1] + "…"

@@ -2,11 +2,23 @@
 
 Symbols come from a walk over the module's top-level statements and class bodies only
 (a function's local helpers are not the file's API), so the Python work per file is a
-few nodes per definition. Imports come from a walk over statements at every depth, so a
-lazy import inside a function counts, as it does for ``tests/test_architecture.py``;
-the walk never enters an expression. (A tree-sitter query would find them too, but a
-query's time grows with the square of a run of syntax errors: 500,000 ``(`` take
-minutes.) A definition's lines run from its first decorator to its last line.
+few nodes per definition. The walk enters what runs when the module is imported: the
+blocks of an ``if``/``elif``/``else``, a ``try``/``except``/``else``/``finally`` and a
+``with``, nested any way, at the top level or in a class body. A name defined in several
+of them (``batched`` under ``if hexversion >= ...: ... else: ...``, django's ``lock`` per
+platform) is a symbol per definition, each with its own lines, signature and doc. The
+body of ``if __name__ == "__main__":`` is left out (it does not run on import; its
+``elif``/``else`` do), and so are loops and ``match`` (a definition made per iteration or
+per case is not the module's API).
+
+Imports come from a walk over statements at every depth, so a lazy import inside a
+function counts, as it does for ``tests/test_architecture.py``; the walk never enters an
+expression. (A tree-sitter query would find them too, but a query's time grows with the
+square of a run of syntax errors: 500,000 ``(`` take minutes.) A definition's lines run
+from its first decorator to its last line.
+
+The file is read in UTF-8 whatever it declares (:func:`encoding.python_utf8`: PEP 263,
+a BOM), with ``\\n`` line endings (the caller's :func:`encoding.newlines`).
 """
 
 from __future__ import annotations
@@ -16,8 +28,9 @@ import re
 from tree_sitter import Node
 
 from orchestrator.index import paths
+from orchestrator.index.encoding import count_lines, python_utf8
 from orchestrator.index.languages import parser
-from orchestrator.index.nodes import count_lines, first_text_line, header, text
+from orchestrator.index.nodes import first_text_line, header, text
 from orchestrator.index.records import Import, Symbol
 
 STATEMENT_HOLDERS = frozenset(
@@ -28,8 +41,17 @@ STATEMENT_HOLDERS = frozenset(
     """.split()
 )
 """Nodes whose children may be statements: where an import can be, lazy ones included."""
+CONDITIONAL = frozenset(
+    """
+    if_statement elif_clause else_clause try_statement except_clause except_group_clause
+    finally_clause with_statement block
+    """.split()
+)
+"""Nodes whose statements run when the block that holds them does: where a module's or a
+class's definitions are, besides its own top level."""
 MAX_DEPTH = 32
 MAIN_GUARD = re.compile(rb"^if\s+__name__\s*==\s*['\"]__main__['\"]\s*:", re.M)
+MAIN_TEST = re.compile(r"""__name__\s*==\s*(['"])__main__\1|(['"])__main__\2\s*==\s*__name__""")
 MAX_NESTING = 8
 _DEFINITIONS = ("function_definition", "class_definition")
 
@@ -47,6 +69,7 @@ def module_name(path: str) -> str:
 
 def extract(path: str, data: bytes) -> tuple[list[Symbol], list[Import], bool, str]:
     """Symbols, imports, whether the parse met errors, and the module's doc line."""
+    data = python_utf8(data)
     tree = parser("python").parse(data)
     root = tree.root_node
     doc = docstring(root, data)
@@ -59,7 +82,7 @@ def extract(path: str, data: bytes) -> tuple[list[Symbol], list[Import], bool, s
         doc=doc,
     )
     symbols = [module]
-    _block(root, data, path, None, 0, symbols)
+    _block(root, data, path, None, 0, 0, symbols)
     return symbols, imports(root, data), root.has_error, doc
 
 
@@ -67,8 +90,17 @@ def is_main(data: bytes) -> bool:
     return b"__main__" in data and MAIN_GUARD.search(data) is not None
 
 
-def _block(block: Node, data: bytes, path: str, parent: str | None, depth: int, out: list):
+def _block(
+    block: Node, data: bytes, path: str, parent: str | None, classes: int, depth: int, out: list
+):
+    """The definitions of ``block`` and of the conditional blocks in it, into ``out``;
+    ``classes`` counts the class bodies around it, ``depth`` every level."""
     for node in block.named_children:
+        if node.type in CONDITIONAL:
+            if depth < MAX_DEPTH:
+                for part in _run_on_import(node, data):
+                    _block(part, data, path, parent, classes, depth + 1, out)
+            continue
         outer = node
         if node.type == "decorated_definition":
             node = node.child_by_field_name("definition")
@@ -90,8 +122,18 @@ def _block(block: Node, data: bytes, path: str, parent: str | None, depth: int, 
                 parent=parent,
             )
         )
-        if is_class and body is not None and depth < MAX_NESTING:
-            _block(body, data, path, name, depth + 1, out)
+        if is_class and body is not None and classes < MAX_NESTING and depth < MAX_DEPTH:
+            _block(body, data, path, name, classes + 1, depth + 1, out)
+
+
+def _run_on_import(node: Node, data: bytes) -> list[Node]:
+    """``node`` itself, or for ``if __name__ == "__main__":`` only its ``elif``/``else``."""
+    if node.type != "if_statement":
+        return [node]
+    condition = text(node.child_by_field_name("condition"), data)
+    if "__main__" not in condition or MAIN_TEST.fullmatch(condition.strip()) is None:
+        return [node]
+    return node.children_by_field_name("alternative")
 
 
 def docstring(body: Node | None, data: bytes) -> str:

@@ -16,8 +16,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
-"""Bump when a record changes shape or extraction changes meaning: old indexes rebuild."""
+SCHEMA_VERSION = 2
+"""Bump when a record changes shape or extraction changes meaning: old indexes rebuild.
+2: Python definitions under a module's or class's ``if``/``try``/``with``, PEP 263
+encodings, and lines of ``\\r`` files (the records' shape is 1's)."""
 
 SymbolKind = Literal[
     "module",

@@ -5,7 +5,9 @@ It finds the lines that open a definition in most languages (``def``, ``class``,
 methods) and the requires it can resolve (Ruby ``require_relative``, Lua ``require``).
 A scanned symbol's range is its first line only: the scanner does not know where a
 definition ends. A method is a ``def`` or ``function`` indented under a class or module,
-or a Lua ``function M.name``.
+or a Lua ``function M.name``. Lines are split at ``\\n`` only (the caller has made every
+line ending one), as tree-sitter and :func:`encoding.count_lines` count them: a form feed
+starts no line.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def scan(path: str, language: str, data: bytes) -> tuple[list[Symbol], list[Impo
     symbols: list[Symbol] = []
     imports: list[Import] = []
     owners: list[tuple[int, str]] = []  # (indent, name) of the open classes and modules
-    lines = data.decode("utf-8", "replace").splitlines()[:MAX_LINES]
+    lines = data.decode("utf-8", "replace").split("\n", MAX_LINES)[:MAX_LINES]
     for number, line in enumerate(lines, 1):
         if (req := REQUIRES.match(line)) is not None:
             kind = "require" if req.group(1) else "import"

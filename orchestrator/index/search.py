@@ -7,6 +7,13 @@ path; a file's is its path's parts and doc line. Words are cut by
 lower-cased, so ``CodeIndex`` finds both ``code index`` and ``codeindex``. A hit whose
 name is the query itself ranks first. The scoring is :class:`memory.bm25.Bm25`, the
 formula lesson recall and notes use.
+
+A test names what it tests, often several times over (``test_slugify_a_title``,
+``test_slugify_cuts_long_titles`` ...), so on words alone the tests of a function outrank
+the function. A hit in a test file (:func:`testmap.is_test`: ``tests/``, ``test_*.py``,
+``*_test.go``, ``*.test.ts`` ...) weighs ``TEST_WEIGHT`` of its score, unless the query
+asks for tests itself: it holds a word of ``TEST_WORDS`` (``test``, ``spec``, ``fixture``,
+``mock`` ...) or a name that does (``test_parse``).
 """
 
 from __future__ import annotations
@@ -17,9 +24,14 @@ from collections import Counter
 from memory.bm25 import Bm25
 from memory.tokens import terms
 from orchestrator.index.records import FileRecord, Hit, Symbol
+from orchestrator.index.testmap import is_test
 
 NAME_WEIGHT = 3
 EXACT_BONUS = 2.0
+TEST_WEIGHT = 0.5
+"""What a hit in a test file weighs, against one in the code, unless tests are asked for."""
+TEST_WORDS = frozenset(terms("test spec pytest unittest conftest fixture fake mock stub e2e"))
+"""Terms that ask for tests (stems: ``tests``, ``testing``, ``fixtures``, ``mocks`` too)."""
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
@@ -48,12 +60,15 @@ class SearchIndex:
             Counter(symbol_terms(doc) if isinstance(doc, Symbol) else file_terms(doc))
             for doc in self.docs
         )
+        tests = {path: is_test(path) for path in {doc.path for doc in self.docs}}
+        self.in_tests = [tests[doc.path] for doc in self.docs]  # per document: in a test file
 
     def search(self, query: str, limit: int = 10, path: str | None = None) -> list[Hit]:
         wanted = set(terms(name_words(query))) | {query.strip().lower()}
         prefix = (path or "").removeprefix("./")
+        tests_weight = 1.0 if wanted & TEST_WORDS else TEST_WEIGHT
         hits = [
-            self._hit(i, score, query)
+            self._hit(i, score * (tests_weight if self.in_tests[i] else 1.0), query)
             for i, score in self.bm25.ranked(wanted)
             if _under(self.docs[i], prefix)
         ]

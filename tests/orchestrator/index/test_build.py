@@ -104,6 +104,25 @@ def test_full_and_a_schema_change_rebuild_everything(built, tree, out, monkeypat
     assert build_index(tree, out).parsed == built.files
 
 
+def test_an_index_of_the_last_schema_loads_and_is_rebuilt(tree, out):
+    # Schema 1 missed definitions under a module's if/try/with: its records still load
+    # (the reader says to rebuild), and the next build parses every file again.
+    (tree / "src" / "shop" / "locks.py").write_text(
+        'import os\n\nif os.name == "nt":\n\n    def lock(f):\n        return True\n\n'
+        "else:\n\n    def lock(f):\n        return False\n"
+    )
+    built = build_index(tree, out)
+    lines = (out / "symbols.jsonl").read_text().splitlines()
+    (out / "symbols.jsonl").write_text("".join(f"{x}\n" for x in lines if '"lock"' not in x))
+    meta = json.loads((out / "index.json").read_text())
+    (out / "index.json").write_text(json.dumps({**meta, "schema_version": 1}))
+    old = CodeIndex.load(out)
+    assert old.files and old.symbol("lock") == []
+    assert old.problems == [f"the index in {out} has schema 1, this cadillac reads 2: rebuild it"]
+    assert build_index(tree, out).parsed == built.files
+    assert [s.start_line for s in CodeIndex.load(out).symbol("lock")] == [5, 10]
+
+
 def test_a_damaged_index_is_rebuilt_not_trusted(built, tree, out):
     with open(out / "symbols.jsonl", "a") as fh:
         fh.write("not json\n")
