@@ -14,7 +14,7 @@ cadillac has just installed (:func:`repeats_an_install`).
 A change to an existing project (:func:`existing`) installs what the project itself
 declares, for its primary stacks only (a Python project's ``package.json`` is tooling,
 not installed unless the plan's stack names JavaScript), then what its tests need
-(:func:`phases.suite.test_needs`: the runner, its plugins, the test extras and groups) as
+(:func:`phases.suite.needed_by_tests`: the runner, its plugins, the test extras and groups) as
 cadillac's own tooling: into ``.venv``, never into the project's files. A project
 installed editable first has its build backend asked, offline, what an editable install
 needs besides (hatchling's ``editables``), which is then installed from the index; a
@@ -25,6 +25,7 @@ repository's (:attr:`phases.base.Baseline.version`), as the sandbox shows it no 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 from pathlib import Path
@@ -42,7 +43,7 @@ from orchestrator.sandbox.installs import (
 from orchestrator.sandbox.venvs import make_venv
 from phases.base import CheckResult, PhaseContext, Plan, PlanPhase, run_step
 from phases.stacks import JS_TAGS, PYTHON_MANIFESTS
-from phases.suite import test_needs
+from phases.suite import needed_by_tests
 
 BACKEND_PROBE = """
 import importlib, json, os, sys, tomllib
@@ -134,8 +135,9 @@ def existing(ctx: PhaseContext, plan: Plan) -> CheckResult:
         failed = run_step(ctx, f"installing {step.what}", step.command, INSTALL_TIMEOUT_S, step)
         if failed is not None:
             return failed
-    done = [said(name) for name in declared] or ["no dependency file: .venv made"]
-    done += test_tools(ctx)
+    shown = [n for n in declared if n != "setup.py" or "pyproject.toml" not in declared]
+    done = [said(name) for name in shown] or ["no dependency file: .venv made"]
+    done += install_test_tools(ctx)
     if plan.install_command and not repeats_an_install(plan.install_command, declared):
         failed = run_step(ctx, "the plan's install command (offline)", plan.install_command, 600)
         if failed is not None:
@@ -172,33 +174,62 @@ def backend_needs(ctx: PhaseContext, project: InstallStep) -> CheckResult | None
     return None
 
 
-def test_tools(ctx: PhaseContext) -> list[str]:
-    """Install what the project's tests need (:func:`phases.suite.test_needs`) into
-    ``.venv``: all of it, else the runner alone when that fails (a test extra may name a
-    package with no wheel for this machine); what was done, in words."""
+def install_test_tools(ctx: PhaseContext) -> list[str]:
+    """Install what the project's tests need (:func:`phases.suite.needed_by_tests`) into
+    ``.venv``; what was done, in words. A requirement pip finds no wheel for (Django's
+    ``pylibmc``) is left out and the rest installed again, a few times at most; when the
+    rest still fails, the runner alone is installed."""
     root, base = ctx.workspace.root, ctx.baseline
-    needs = test_needs(root, base.test_command if base else None)
+    needs = needed_by_tests(root, base.test_command if base else None)
     if not needs.all():
         return []
     where = ", ".join(needs.sources) or "the test runner's configuration"
-    tries = [(needs.all(), f"the test tools ({where})")]
-    if needs.declared and needs.runner:
-        tries.append((needs.runner, "the test runner"))
-    failure = ""
-    for wanted, what in tries:
-        steps, refused = requirement_steps(root, what, wanted, where)
-        for why in refused:
-            ctx.note("install_refused", what=what, why=why)
-        failed = None
-        for step in steps:
-            failed = run_step(ctx, f"installing {what}", step.command, INSTALL_TIMEOUT_S, step)
-            if failed is not None:
-                break
+    wanted, dropped, failure = needs.all(), [], ""
+    for _ in range(WHEEL_RETRIES):
+        failed = _install(ctx, wanted, f"the test tools ({where})", where)
         if failed is None:
-            return [f"{what} installed into .venv: {', '.join(wanted[:8])}"]
+            left = f"; without {', '.join(dropped)} (no wheel for this machine)" if dropped else ""
+            return [f"the test tools ({where}) installed into .venv: {_listed(wanted)}{left}"]
         failure = failed.summary
+        missing = {_name(m) for m in UNAVAILABLE.findall(failed.details)}
+        kept = [r for r in wanted if _name(r) not in missing]
+        if not missing or kept == wanted:
+            break
+        dropped += [r for r in wanted if _name(r) in missing]
+        wanted = kept
+    if (
+        needs.declared
+        and needs.runner
+        and _install(ctx, needs.runner, "the test runner", where) is None
+    ):
+        return [f"the test runner installed into .venv: {_listed(needs.runner)} (the rest failed)"]
     ctx.note("test_tools_failed", why=failure[:500])
     return [f"the test tools could not be installed ({failure[:200]})"]
+
+
+WHEEL_RETRIES = 4
+UNAVAILABLE = re.compile(r"No matching distribution found for ([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _install(ctx: PhaseContext, wanted: list[str], what: str, where: str) -> CheckResult | None:
+    steps, refused = requirement_steps(ctx.workspace.root, what, wanted, where)
+    for why in refused:
+        ctx.note("install_refused", what=what, why=why)
+    for step in steps:
+        failed = run_step(ctx, f"installing {what}", step.command, INSTALL_TIMEOUT_S, step)
+        if failed is not None:
+            return failed
+    return None
+
+
+def _name(requirement: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower() if match else ""
+
+
+def _listed(names: list[str], shown: int = 8) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def said(name: str, folder: str = ".") -> str:

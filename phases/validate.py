@@ -1,5 +1,5 @@
 """validate: the tests and the smoke run pass again, after the model's last review (and, for
-a change to an existing project, its own suite as it did: :func:`phases.suite.gate.tests_pass`),
+a change to an existing project, its own suite as it did: :func:`phases.suite.gate.check_tests`),
 and the user stories hold: the plan's own, as it fixed them, and any added since
 (:mod:`phases.stories.gate`).
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 from phases.base import CheckResult, PhaseContext, Plan, PlanPhase, run_step
 from phases.integrate import RUN_TIMEOUT_S
 from phases.stories.gate import check_stories
-from phases.suite.gate import tests_pass
+from phases.suite.gate import check_tests
 
 
 def check(ctx: PhaseContext, plan: Plan) -> CheckResult:
-    tests = tests_pass(ctx, plan)
+    tests = check_tests(ctx, plan)
     if not tests.passed:
         return tests
     failed = run_step(

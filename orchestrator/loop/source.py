@@ -113,10 +113,19 @@ class RepoState(BaseModel):
     """Files git does not track and does not ignore."""
     submodules: list[str] = []
     """Submodules at HEAD: empty folders in the workspace."""
+    refused: str = ""
+    """Why git would not read the folder's ``.git`` (it is copied as a plain folder)."""
 
     def notes(self) -> list[str]:
         """What to tell the user at the start, one line each."""
         out = []
+        if self.refused:
+            out.append(
+                f"git will not read {self.path} as a repository ({self.refused}): cadillac "
+                "copies it as a plain folder; to build from its HEAD on a branch, trust it "
+                f"in your git configuration (git config --global --add safe.directory "
+                f"{self.path})"
+            )
         if self.uncommitted or self.untracked:
             parts = [f"{len(self.uncommitted)} uncommitted change(s)"] if self.uncommitted else []
             parts += [f"{len(self.untracked)} untracked file(s)"] if self.untracked else []
@@ -172,7 +181,7 @@ def survey(path: Path) -> RepoState:
     bare = bare_repository(path)
     repo = bare or repository_of(path)
     if repo is None:
-        return RepoState(path=str(path), kind="folder")
+        return RepoState(path=str(path), kind="folder", refused=refusal(path))
     state = RepoState(path=str(repo), kind="bare" if bare else "git", head=head_of(repo))
     tree = git("ls-tree", "-r", "-z", "HEAD", repo=repo)
     state.submodules = [
@@ -195,6 +204,19 @@ def repository_of(path: Path) -> Path | None:
     except GitError:
         return None
     return Path(top).resolve() if Path(top).resolve() == path.resolve() else None
+
+
+def refusal(path: Path) -> str:
+    """Why git refuses the repository at ``path`` (another user owns it and the user's
+    configuration does not trust it), in git's words; "" when it does not."""
+    if not (path / ".git").exists():
+        return ""
+    try:
+        git("rev-parse", "--show-toplevel", repo=path)
+    except GitError as exc:
+        said = str(exc)
+        return "another user owns it" if "dubious ownership" in said else said[-200:]
+    return ""
 
 
 def prepare(path: Path, workspace: Path, run_dir: Path, run_id: str, parent: str | None = None):

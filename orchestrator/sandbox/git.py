@@ -7,7 +7,10 @@ git inside it, with that repository's own configuration). A model's command can 
 anything in its workspace, so every git command of cadillac goes through here, and:
 
 * git reads no configuration a sandboxed process could write: no system or global file,
-  HOME and XDG_CONFIG_HOME point at nothing, no ``GIT_*`` variable of the caller's, and a
+  HOME and XDG_CONFIG_HOME point at nothing, no ``GIT_*`` variable of the caller's (but
+  the user's own ``safe.directory`` entries, read once from their system and global
+  configuration by :func:`user_safe_directories` and given on the command line, so a
+  repository the user trusts though another user owns it is still read), and a
   work tree a sandbox could write is run with ``--git-dir``/``--work-tree`` naming the
   git directory cadillac recorded, which lies outside the sandbox's reach
   (:class:`WorkTree` refuses one inside its tree);
@@ -131,7 +134,11 @@ def _call(command: list[str], cwd: Path | None, identity, timeout: float):
 def _drivers_off(where: list[str], cwd: Path | None, identity) -> list[str]:
     """``-c`` settings switching off every filter, diff and merge driver the repository's
     configuration names (nothing outside a repository)."""
-    done = _call(["git", *SAFE, *where, "config", "--list", "-z"], cwd, identity, GIT_TIMEOUT_S)
+    trusted = [
+        arg for value in user_safe_directories() for arg in ("-c", f"safe.directory={value}")
+    ]
+    config = ["git", *SAFE, *trusted, *where, "config", "--list", "-z"]
+    done = _call(config, cwd, identity, GIT_TIMEOUT_S)
     if done.returncode != 0:
         return []
     names = set()
@@ -147,6 +154,36 @@ def _drivers_off(where: list[str], cwd: Path | None, identity) -> list[str]:
         for key, value in DRIVER_KEYS[section].items()
         for arg in ("-c", f"{section}.{name}.{key}={value}")
     ]
+
+
+_SAFE_DIRECTORIES: tuple[str, ...] | None = None
+USER_CONFIG_ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM")
+USER_CONFIG_ENV += ("GIT_CONFIG_NOSYSTEM",)
+
+
+def user_safe_directories() -> tuple[str, ...]:
+    """The ``safe.directory`` values of the user's own git configuration (system and
+    global, with what they include), read once per process, outside any repository. The
+    user's configuration is theirs, never a sandbox's; only this one setting is taken
+    from it, since git takes it from there alone (a repository's own cannot name it)."""
+    global _SAFE_DIRECTORIES
+    if _SAFE_DIRECTORIES is None:
+        env = {k: v for k, v in os.environ.items() if k in KEEP_ENV or k in USER_CONFIG_ENV}
+        env |= {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_PARAMETERS": "", "GIT_CONFIG_COUNT": "0"}
+        try:
+            done = subprocess.run(
+                ["git", "config", "--get-all", "-z", "safe.directory"],
+                cwd="/",
+                env=env,
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=GIT_TIMEOUT_S,
+            )
+            found = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+        except (OSError, subprocess.TimeoutExpired):
+            found = []
+        _SAFE_DIRECTORIES = tuple(v for v in found if v and "\n" not in v)
+    return _SAFE_DIRECTORIES
 
 
 def run_git(
@@ -166,7 +203,10 @@ def run_git(
     extra = [*(("--no-ext-diff", "--no-textconv") if sub in NO_DRIVERS else ())]
     extra += ["--ignore-submodules=all"] if sub in NO_SUBMODULES else []
     drivers = _drivers_off(where, cwd, identity)
-    command = ["git", *SAFE, *drivers, *where, sub, *extra, *rest]
+    trusted = [
+        arg for value in user_safe_directories() for arg in ("-c", f"safe.directory={value}")
+    ]
+    command = ["git", *SAFE, *trusted, *drivers, *where, sub, *extra, *rest]
     done = _call(command, cwd, identity, timeout)
     if check and done.returncode != 0:
         said = done.stderr.decode("utf-8", "replace").strip()

@@ -10,7 +10,7 @@
 * :mod:`~phases.suite.gate`: the build and validate checks' tests.
 """
 
-from phases.suite.command import TestNeeds, discover_test_command, test_needs
+from phases.suite.command import SuiteNeeds, discover_test_command, needed_by_tests
 from phases.suite.inventory import SuiteInventory, inventory
 
-__all__ = ["SuiteInventory", "TestNeeds", "discover_test_command", "inventory", "test_needs"]
+__all__ = ["SuiteInventory", "SuiteNeeds", "discover_test_command", "inventory", "needed_by_tests"]

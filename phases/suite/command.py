@@ -13,7 +13,7 @@ it (files are read without following links, each at most :data:`MAX_CONFIG_BYTES
   when its Makefile has that target, else by ``unittest discover``. A ``package.json``
   beside a Python project is its tooling (Django's eslint), not its tests. Then Node
   (``npm test``), Go, Rust and a Makefile. A user may give the command instead.
-* :func:`test_needs` lists what the tests need that the project's dependencies do not
+* :func:`needed_by_tests` lists what the tests need that the project's dependencies do not
   bring: the runner its configuration names (pytest, and the plugins its options call
   for: ``--cov`` is pytest-cov, ``-n`` pytest-xdist ...), and what the project declares
   for its tests: the test extras of ``[project.optional-dependencies]`` (``test``,
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.sandbox.files import UnsafeFile, read_regular, what_is
-from phases.suite.inventory import SKIP_DIRS, test_files
+from phases.suite.inventory import SKIP_DIRS, find_test_files
 
 MAX_CONFIG_BYTES = 1_000_000
 PYTHON_MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt")
@@ -85,7 +85,7 @@ PLUGIN_KEYS = {
 
 
 @dataclass
-class TestNeeds:
+class SuiteNeeds:
     """What the project's tests need installed, besides the project and its dependencies."""
 
     runner: list[str] = field(default_factory=list)
@@ -182,7 +182,7 @@ def uses_pytest(root: Path) -> bool:
     """Whether anything of the project says its tests are pytest's."""
     if pytest_settings(root) is not None or conftests(root):
         return True
-    for path in [p for p in test_files(root) if p.endswith(".py")][:200]:
+    for path in [p for p in find_test_files(root) if p.endswith(".py")][:200]:
         if re.search(r"^\s*(import pytest|from pytest\b)", _text(root / path), re.M):
             return True
     return False
@@ -196,7 +196,7 @@ def make_target(root: Path, target: str = "test") -> bool:
 def discover_test_command(root: Path) -> str | None:
     """The command the project's authors run its tests with (see the module docstring);
     None when nothing says (the plan must then name one)."""
-    python_tests = [p for p in test_files(root) if p.endswith(".py")]
+    python_tests = [p for p in find_test_files(root) if p.endswith(".py")]
     if is_python(root) or (python_tests and what_is(root / "package.json") is not None):
         command = _python_command(root, python_tests)
         if command:
@@ -229,9 +229,9 @@ def _python_command(root: Path, python_tests: list[str]) -> str | None:
 
 
 # ---------------------------------------------------------------------------- what it needs
-def test_needs(root: Path, command: str | None) -> TestNeeds:
+def needed_by_tests(root: Path, command: str | None) -> SuiteNeeds:
     """What the project's tests need installed (see the module docstring)."""
-    needs = TestNeeds()
+    needs = SuiteNeeds()
     if not is_python(root) and not (command or "").startswith("python"):
         return needs
     settings = pytest_settings(root)

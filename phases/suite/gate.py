@@ -1,7 +1,7 @@
 """The tests of a build's checks: the plan's test command, and for a change to an existing
 project its own suite, judged test by test against the project as it was.
 
-:func:`tests_pass` is what the build and validate checks ask. For a new project it runs
+:func:`check_tests` is what the build and validate checks ask. For a new project it runs
 the plan's test command, which must pass having run at least one test. For a change to
 an existing project (``cadillac enhance``, ``iterate``):
 
@@ -53,7 +53,7 @@ QUIET = {"-q", "-qq", "-v", "-vv", "-x", "--quiet", "--verbose", "--exitfirst"}
 REPORT_FOLDER = "suite-run"
 
 
-def tests_pass(ctx: PhaseContext, plan: Plan) -> CheckResult:
+def check_tests(ctx: PhaseContext, plan: Plan) -> CheckResult:
     """The tests of the module docstring, passed or not; what they said in one line."""
     base = ctx.baseline
     if base is None:
@@ -91,8 +91,9 @@ def tests_pass(ctx: PhaseContext, plan: Plan) -> CheckResult:
             return failed
         said.append(f"`{plan.test_command}` passes")
     else:
+        before = base.results.tests if base.results else {}
         ran = [t for t in tests if results.tests[t] != "skipped"]
-        bad = [t for t in tests if results.tests[t] == "failed"]
+        bad = [t for t in tests if results.tests[t] == "failed" and before.get(t) != "failed"]
         if not ran or bad:
             what = f"{len(bad)} of its tests fail" if bad else "it ran 0 tests"
             return CheckResult(

@@ -85,7 +85,7 @@ def _language(path: str) -> str | None:
     return suffix if suffix in TEST_NAMES else None
 
 
-def test_files(root: Path) -> list[str]:
+def find_test_files(root: Path) -> list[str]:
     found = []
     for folder, subfolders, files in os.walk(root):  # os.walk does not enter links
         subfolders[:] = sorted(d for d in subfolders if d not in SKIP_DIRS)
@@ -120,7 +120,7 @@ def _python_names(text: str) -> list[str]:
 def inventory(root: Path) -> SuiteInventory:
     """The tests and skip markers of the test files under ``root``."""
     out = SuiteInventory()
-    for path in test_files(root):
+    for path in find_test_files(root):
         try:
             text = read_regular(root / path, MAX_TEST_FILE_BYTES).decode("utf-8", "replace")
         except (UnsafeFile, OSError):

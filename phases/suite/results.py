@@ -90,11 +90,9 @@ def read_results(folder: Path, output: str = "") -> SuiteResults:
     file is missing."""
     found = SuiteResults()
     junit = _read(folder / JUNIT)
-    if junit:
-        _junit(junit, found)
-        if found.tests or _has_suite(junit):
-            found.report = "junit"
-            return found
+    if junit and _junit(junit, found):
+        found.report = "junit"
+        return found
     log = _read(folder / UNITTEST)
     if log:
         _unittest(log.decode("utf-8", "replace"), found)
@@ -124,16 +122,15 @@ def _message(found: SuiteResults, test: str, text: str) -> None:
         found.messages[test] = text.strip()[:MESSAGE_CHARS]
 
 
-def _has_suite(data: bytes) -> bool:
-    """A JUnit report of a run that collected nothing still says so (``tests="0"``)."""
-    return b"<testsuite" in data
-
-
-def _junit(data: bytes, found: SuiteResults) -> None:
+def _junit(data: bytes, found: SuiteResults) -> bool:
+    """Read a JUnit report into ``found``; False when it is not one (a run that collected
+    nothing still writes a ``testsuite``, so an empty one is a report of 0 tests)."""
     try:
         root = ET.fromstring(data)
     except (ET.ParseError, ValueError, RecursionError):
-        return
+        return False
+    if root.tag not in ("testsuites", "testsuite"):
+        return False
     for case in root.iter("testcase"):
         name = case.get("name") or ""
         classname = case.get("classname") or ""
@@ -149,6 +146,7 @@ def _junit(data: bytes, found: SuiteResults) -> None:
             found.tests[test] = outcome
         if case.get("file"):
             found.files[test] = case.get("file", "")
+    return True
 
 
 def _unittest(text: str, found: SuiteResults) -> None:
@@ -222,7 +220,7 @@ def _cargo(text: str, found: SuiteResults) -> None:
 
 
 TAP_POINT = re.compile(r"^(\s*)(not )?ok\b(?: \d+)?(?: -)?\s*(.*?)\s*$")
-TAP_DIRECTIVE = re.compile(r"\s+#\s*(SKIP|TODO)\b.*$", re.I)
+TAP_DIRECTIVE = re.compile(r"(^|\s+)#\s*(SKIP|TODO)\b.*$", re.I)
 TAP_SUBTEST = re.compile(r"^(\s*)# Subtest: (.*)$")
 TAP_SUMMARY = re.compile(r"^#\s*(tests|pass|fail|ok|skip|todo|cancelled|suites|duration_ms)\b")
 

@@ -65,3 +65,64 @@ def test_a_real_shaped_repository_is_enhanced_and_its_change_is_only_the_models(
     # the editable install has the version of the repository's tag
     meta = list((run / "workspace" / ".venv").glob("lib/python*/site-packages/shapes-*.dist-info"))
     assert [m.name for m in meta] == [f"shapes-{real_shapes.VERSION}.dist-info"]
+
+
+def test_a_conftest_that_stops_collection_fails_the_build_and_is_not_committed(
+    home, shapes, wheel_index
+):
+    """The first of the four ways around a suite once reported `passed`: conftest.py's
+    collect_ignore kept every existing test of tests/test_area.py from running."""
+    code, summary = enhance(home, shapes, "collect_ignorer")
+    assert code == 1 and summary["status"] == "failed"
+    build = next(p for p in summary["phases"] if p["phase"] == "build")
+    assert build["outcome"] == "budget_exhausted"
+    assert "3 test(s) that passed before did not run" in build["check"], build["check"]
+    assert "tests/conftest.py" in build["check"]  # named: it decides which tests run
+    assert "tests/conftest.py" not in summary["changed"]
+    run = home / "runs" / summary["run_id"]
+    events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+    noted = [e for e in events if e["kind"] == "suite_collection_changed"]
+    assert noted and noted[0]["phase"] == "build"
+    assert noted[0]["data"]["files"] == ["tests/conftest.py"]
+
+
+def test_what_cadillacs_install_and_test_runs_make_stays_out_of_the_change(
+    home, tmp_path, capsys, npm_registry
+):
+    """minimist's patch once held the package-lock.json of cadillac's own npm install, and
+    the coverage its test script wrote; the project ignores neither."""
+    from tests.fakes import real_node
+
+    repo = real_node.make_mini(tmp_path / "mini")
+    head = real_shapes.git(repo, "rev-parse", "HEAD")
+    argv = ["enhance", str(repo), real_node.TASK, "--json", "--home", str(home)]
+    code = main([*argv, "--model", "scripted:tests.fakes.real_node:honest"])
+    out = capsys.readouterr()
+    summary = json.loads(out.out)
+    assert code == 0 and summary["status"] == "passed", (summary["reason"], out.err)
+    assert summary["changed"] == ["index.js", "test/clamp.test.js"]
+    assert "package-lock.json" in summary["left_out"]
+    assert "coverage/lcov.info" in summary["left_out"]
+    diff = real_shapes.git(repo, "diff", "--name-only", f"{head}..{summary['branch']}").split()
+    assert diff == ["index.js", "test/clamp.test.js"]
+    # node's TAP said which tests ran: the suite's own verdict, test by test
+    run = home / "runs" / summary["run_id"]
+    first = json.loads((run / "baseline-tests.json").read_text())
+    assert first["report"] == "tap" and sorted(first["tests"]) == ["flags", "nothing"]
+    build = next(p for p in summary["phases"] if p["phase"] == "build")
+    assert "3 ran: 3 passed" in build["check"], build["check"]
+
+
+def test_a_suite_that_cannot_run_stops_the_build_in_one_line_before_any_model_call(
+    home, shapes, capsys, wheel_index
+):
+    code, summary = enhance(home, shapes, "honest", "--test-cmd", "python -m no_such_runner")
+    out = capsys.readouterr()
+    assert code == 1 and summary["status"] == "failed"
+    errors = [line for line in out.err.splitlines() if line.startswith("cadillac: error:")]
+    assert len(errors) == 1 and "cannot run" in errors[0], out.err
+    assert "No module named no_such_runner" in errors[0]
+    assert json.loads(out.out)["status"] == "failed"  # --json still prints the summary
+    assert "cannot run" in summary["reason"] and summary["phases"] == []
+    run = home / "runs" / summary["run_id"]
+    assert not (run / "llm.jsonl").exists() or not (run / "llm.jsonl").read_text().strip()

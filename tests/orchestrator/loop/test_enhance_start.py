@@ -259,3 +259,44 @@ def test_ctrl_c_while_the_first_tests_run_removes_the_run_and_its_branch(
     assert not list((home / "runs").glob("2*"))
     assert git(repo, "branch", "--list", "cadillac/*") == ""
     assert "runs" not in git(repo, "worktree", "list")
+
+
+# ------------------------------------------------------------------ issue 24 item 10
+@pytest.fixture
+def foreign_repo(tmp_path, monkeypatch) -> Path:
+    """A repository owned by another user, and a user configuration of the test's own
+    (git's global file) that cadillac reads ``safe.directory`` from."""
+    import os
+
+    from orchestrator.sandbox import git as safe_git
+
+    if os.geteuid() != 0:
+        pytest.skip("making a repository another user owns needs root (CI runs as root)")
+    repo = committed(tmp_path / "foreign")
+    for folder, dirs, files in os.walk(repo):
+        for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+            os.lchown(name, 65534, 65534)
+    config = tmp_path / "user.gitconfig"
+    config.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setattr(safe_git, "_SAFE_DIRECTORIES", None)  # read again, from this file
+    return repo
+
+
+def test_a_repository_the_user_trusts_in_safe_directory_is_built_from_its_head(
+    home, foreign_repo, tmp_path, capsys
+):
+    (tmp_path / "user.gitconfig").write_text(f"[safe]\n\tdirectory = {foreign_repo}\n")
+    assert enhance(home, foreign_repo) == 0
+    summary = json.loads(capsys.readouterr().out)
+    task = json.loads((only_run(home) / "task.json").read_text())
+    assert task["source"]["kind"] == "git" and summary["branch"].startswith("cadillac/")
+
+
+def test_a_repository_git_will_not_read_is_copied_and_the_user_told_why(home, foreign_repo, capsys):
+    assert enhance(home, foreign_repo) == 0
+    err = capsys.readouterr().err
+    line = next(line for line in err.splitlines() if "will not read" in line)
+    assert "another user owns it" in line and "safe.directory" in line
+    task = json.loads((only_run(home) / "task.json").read_text())
+    assert task["source"]["kind"] == "folder"
