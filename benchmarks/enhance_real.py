@@ -138,8 +138,8 @@ def test_double():
             story=("from humanize.number import double; print(double(2))", "4"),
             breaking=(
                 "src/humanize/number.py",
-                "def intcomma(",
-                "def _unused(): pass\n\n\ndef intcomma(",
+                "    digit = 0 if value % 100 in (11, 12, 13) else value % 10",
+                "    digit = value % 10",
             ),
         ),
     ),
@@ -161,7 +161,11 @@ def test_keys_of():
     assert keys_of('a = 1\\n[b]\\nc = 2\\n') == ["a", "b"]
 """,
             story=("from tomlkit.api import keys_of; print(keys_of('a = 1'))", "['a']"),
-            breaking=("tomlkit/api.py", "def dumps(", "def _x(): pass\n\n\ndef dumps("),
+            breaking=(
+                "tomlkit/api.py",
+                "            return data.as_string()\n\n",
+                "            return data.as_string().strip()\n\n",
+            ),
         ),
     ),
     "django": (

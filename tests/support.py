@@ -67,3 +67,11 @@ def phase_context(ws, cache=None, records=None, emit=None):
         records=records,
         emit=emit,
     )
+
+
+def write_files(root, files: dict[str, str]):
+    """Write ``files`` (relative path -> text) under ``root``, folders made; ``root``."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root

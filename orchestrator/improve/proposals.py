@@ -56,10 +56,13 @@ and the memory tool's rules of what a model may change in it, and the hooks that
 user's own code. Inside the allow-list, the modules that enforce a rule are never patched
 either: what is written to memory (``loop/learning.py``), what memory a prompt carries and
 how it is fenced (``loop/memory_view.py``), where an enhance build's project comes from and
-how its change is committed (``loop/source.py``), the run records the judge and the spend
+how its change is committed (``loop/source.py``, and what of the workspace is cadillac's
+commands' and never the change: ``loop/products.py``), the run records the judge and the spend
 books read (``loop/runs.py``), the fresh environment made before the network installs
 (``phases/deps.py``) and the user stories' judge (``phases/stories/``: the driver that
-runs programs in the sandbox, its signed verdict, the stories the plan fixed).
+runs programs in the sandbox, its signed verdict, the stories the plan fixed), and the judge
+of a change to an existing project (``phases/suite/``: its own suite, run with the runners'
+reports and held test by test to the first run).
 ``tests/orchestrator/improve/test_enforcement.py`` pins that what stays patchable decides
 none of: the network, the sandbox, git, memory admission, or the memory a prompt carries."""
 FILE_CHARS = 12_000

@@ -335,10 +335,21 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+TOX_FACTOR = re.compile(r"^([\w{},.-]+):\s*")
+PYTHON_FACTOR = re.compile(r"^(py[\w{},.]*|[\d{},.]+)$")
+"""A factor that names Python versions (``py311``, ``py{3,311}``, ``3.12``): the test
+environments the project runs on; other factors (``postgres``, ``unidecode``) are
+variants the default run does not need."""
+
+
 def _tox_deps(root: Path, text: str) -> list[str]:
+    """``[testenv] deps``: the unconditional lines and those of a Python-version factor."""
     out = []
     for line in _lines(text):
-        line = re.sub(r"^[\w,-]+:\s*", "", line).split(" #", 1)[0].strip()  # a factor's
+        factor = TOX_FACTOR.match(line)
+        if factor and not PYTHON_FACTOR.match(factor.group(1)):
+            continue
+        line = TOX_FACTOR.sub("", line).split(" #", 1)[0].strip()
         if line.startswith("-r"):
             path = line[2:].strip()
             if path and not path.startswith("{"):

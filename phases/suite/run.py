@@ -39,21 +39,23 @@ DEFAULT_TIMEOUT_S = 1800.0
 
 def instrumented(command: str, folder: Path) -> str:
     """``command`` as cadillac runs it: its reports written into ``folder``."""
-    where = shlex.quote(str(folder))
     try:
         words = shlex.split(command)
     except ValueError:
         words = []
     if words[:2] == ["go", "test"] and "-json" not in words:
         command = "go test -json " + command.split("test", 1)[1].lstrip()
+    junit = shlex.quote(f"--junitxml={folder / JUNIT}")  # pytest splits the variable as sh
+    hook, log = shlex.quote(str(folder / "hook")), shlex.quote(str(folder / UNITTEST))
     setup = (
-        f'export PYTEST_ADDOPTS="${{PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }}'
-        f'--junitxml={folder}/{JUNIT} -o junit_family=xunit1"; '
-        f"export PYTHONPATH={where}/hook${{PYTHONPATH:+:$PYTHONPATH}}; "
-        f"export CADILLAC_TEST_LOG={where}/{UNITTEST}; "
+        f'export PYTEST_ADDOPTS="${{PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }}"{shlex.quote(junit)}'
+        "' -o junit_family=xunit1'; "
+        f'export PYTHONPATH={hook}"${{PYTHONPATH:+:$PYTHONPATH}}"; '
+        f"export CADILLAC_TEST_LOG={log}; "
         "export NO_COLOR=1 CARGO_TERM_COLOR=never FORCE_COLOR=0; "
     )
-    return f"set -o pipefail; {{ {setup}{command}\n}} 2>&1 | tee {where}/{OUTPUT}"
+    output = shlex.quote(str(folder / OUTPUT))
+    return f"set -o pipefail; {{ {setup}{command}\n}} 2>&1 | tee {output}"
 
 
 def run_suite(

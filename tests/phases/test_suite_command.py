@@ -12,14 +12,7 @@ from orchestrator.loop.source import version_of
 from phases.base import Plan
 from phases.deps import project_files
 from phases.suite import discover_test_command, needed_by_tests
-
-
-def tree(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
-
+from tests.support import write_files
 
 SLUGIFY = {
     "pyproject.toml": """[build-system]
@@ -104,39 +97,44 @@ DJANGO = {
     "package.json": '{"name": "Django", "scripts": {"test": "grunt test --verbose"}}\n',
     "tests/runtests.py": "print('Django runner')\n",
     "tests/requirements/py3.txt": "asgiref >= 3.8.1\npylibmc; sys_platform != 'win32'\n",
+    "tests/requirements/postgres.txt": "psycopg[binary]>=3.1.8\n",
+    "tox.ini": "[testenv]\ndeps =\n    -e .\n    py{3,310,311}: -rtests/requirements/py3.txt\n"
+    "    postgres: -rtests/requirements/postgres.txt\n",
     "tests/basic/tests.py": "from django.test import TestCase\n",
     "django/__init__.py": "",
 }
 
 
 def test_each_project_is_run_by_its_own_runner(tmp_path):
-    assert discover_test_command(tree(tmp_path / "s", SLUGIFY)) == "python -m pytest -q"
-    assert discover_test_command(tree(tmp_path / "h", HUMANIZE)) == "python -m pytest -q"
+    assert discover_test_command(write_files(tmp_path / "s", SLUGIFY)) == "python -m pytest -q"
+    assert discover_test_command(write_files(tmp_path / "h", HUMANIZE)) == "python -m pytest -q"
     # pytest configured only in tests/conftest.py (it was run by unittest: 0 tests)
-    assert discover_test_command(tree(tmp_path / "t", TOMLKIT)) == "python -m pytest -q"
-    assert discover_test_command(tree(tmp_path / "m", MORE_ITERTOOLS)) == "make test"
+    assert discover_test_command(write_files(tmp_path / "t", TOMLKIT)) == "python -m pytest -q"
+    assert discover_test_command(write_files(tmp_path / "m", MORE_ITERTOOLS)) == "make test"
     # Django's own runner, not `npm test` of its JavaScript tooling
-    assert discover_test_command(tree(tmp_path / "d", DJANGO)) == "python tests/runtests.py"
+    assert discover_test_command(write_files(tmp_path / "d", DJANGO)) == "python tests/runtests.py"
 
 
 def test_what_the_tests_need_is_read_from_every_place_a_project_says_it(tmp_path):
-    slugify = needed_by_tests(tree(tmp_path / "s", SLUGIFY), "python -m pytest -q")
+    slugify = needed_by_tests(write_files(tmp_path / "s", SLUGIFY), "python -m pytest -q")
     assert slugify.runner == ["pytest"]
-    assert {"coverage[toml]>=7", "pytest>=8", "Unidecode>=1.1.1", "twine"} <= set(slugify.declared)
+    assert {"coverage[toml]>=7", "pytest>=8", "twine"} <= set(slugify.declared)
+    assert "Unidecode>=1.1.1" not in slugify.declared  # a variant's (factor unidecode)
     assert not any(r.startswith(("-", "{")) for r in slugify.declared)
     assert "tox.ini [testenv] deps" in slugify.sources
-    humanize = needed_by_tests(tree(tmp_path / "h", HUMANIZE), "python -m pytest -q")
+    humanize = needed_by_tests(write_files(tmp_path / "h", HUMANIZE), "python -m pytest -q")
     assert humanize.runner == ["pytest", "pytest-cov"]  # --cov is pytest-cov's option
     assert humanize.declared == ["freezegun", "pytest>=9", "pytest-benchmark"]
-    tomlkit = needed_by_tests(tree(tmp_path / "t", TOMLKIT), "python -m pytest -q")
+    tomlkit = needed_by_tests(write_files(tmp_path / "t", TOMLKIT), "python -m pytest -q")
     assert tomlkit.declared == ["ruff", "pytest~=7.2", "PyYAML~=6.0"]  # a cycle is cut
     assert "Sphinx>=4.3.2,<5.0.0" not in tomlkit.declared  # dev only when no test group
-    django = needed_by_tests(tree(tmp_path / "d", DJANGO), "python tests/runtests.py")
+    django = needed_by_tests(write_files(tmp_path / "d", DJANGO), "python tests/runtests.py")
     assert django.runner == [] and "pylibmc; sys_platform != 'win32'" in django.declared
+    assert not any("psycopg" in r for r in django.declared)  # the postgres variant's
 
 
 def test_a_self_referencing_extra_and_plugins_from_the_configuration(tmp_path):
-    root = tree(
+    root = write_files(
         tmp_path / "p",
         {
             "pyproject.toml": """[project]
@@ -166,7 +164,7 @@ extra = ["shapes[fast]", "rich"]
 
 
 def test_a_node_project_needs_nothing_more(tmp_path):
-    root = tree(tmp_path / "n", {"package.json": '{"scripts": {"test": "node --test"}}\n'})
+    root = write_files(tmp_path / "n", {"package.json": '{"scripts": {"test": "node --test"}}\n'})
     assert discover_test_command(root) == "npm test"
     assert needed_by_tests(root, "npm test").all() == []
 
@@ -207,7 +205,7 @@ def test_the_version_comes_from_the_nearest_tag_as_setuptools_scm_reads_it(
 
 
 def test_an_existing_python_projects_package_json_is_its_tooling(tmp_path):
-    root = tree(tmp_path / "d", DJANGO)
+    root = write_files(tmp_path / "d", DJANGO)
     plan = Plan(
         summary="s",
         stack=["python"],

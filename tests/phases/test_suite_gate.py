@@ -22,7 +22,7 @@ from phases.suite import discover_test_command, inventory
 from phases.suite import gate as suite_gate
 from phases.suite.gate import project_run
 from phases.suite.results import judge
-from tests.support import phase_context
+from tests.support import phase_context, write_files
 
 CORE = """def add(a, b):
     return a + b
@@ -67,13 +67,6 @@ def unit():
 """
 
 
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
-
-
 def plan(command: str) -> Plan:
     return Plan(
         summary="s",
@@ -105,7 +98,7 @@ class Gate:
         self.events.append((kind, fields))
 
     def edit(self, name: str, text: str) -> None:
-        write(self.ws, {name: text})
+        write_files(self.ws, {name: text})
         self.changed.append(name)
 
     def check(self, plan_command: str | None = None):
@@ -115,7 +108,9 @@ class Gate:
 @pytest.fixture
 def unittest_project(tmp_path) -> Path:
     ws = tmp_path / "ws"
-    return write(ws, {"core.py": CORE, "tests/__init__.py": "", "tests/test_core.py": UNITTESTS})
+    return write_files(
+        ws, {"core.py": CORE, "tests/__init__.py": "", "tests/test_core.py": UNITTESTS}
+    )
 
 
 def test_unittest_results_are_read_test_by_test_and_an_honest_change_passes(
@@ -152,7 +147,7 @@ def test_load_tests_returning_an_empty_suite_is_refused(unittest_project, tmp_pa
 
 
 def test_a_make_recipe_that_only_prints_is_refused(unittest_project, tmp_path):
-    write(unittest_project, {"requirements.txt": "", "Makefile": MAKEFILE})
+    write_files(unittest_project, {"requirements.txt": "", "Makefile": MAKEFILE})
     gate = Gate(unittest_project, tmp_path / "records")
     assert gate.command == "make test"
     assert gate.first.report == "unittest" and gate.first.ran() == 3  # through make, still read
@@ -170,7 +165,7 @@ def test_a_test_that_passed_and_now_fails_is_refused_and_one_failing_before_may_
     unittest_project, tmp_path
 ):
     broken = UNITTESTS.replace("self.assertEqual(add(0, 0), 0)", "self.assertEqual(add(0, 0), 1)")
-    write(unittest_project, {"tests/test_core.py": broken})
+    write_files(unittest_project, {"tests/test_core.py": broken})
     gate = Gate(unittest_project, tmp_path / "records")
     assert gate.first.with_outcome("failed") == ["test_core.MoreTest.test_add_zero"]
     assert gate.first.exit_code != 0
@@ -226,7 +221,7 @@ class Dies(unittest.TestCase):
 
 def test_a_subtest_failure_a_class_setup_error_and_a_dying_test_are_failures(tmp_path):
     files = {"core.py": CORE, "tests/__init__.py": "", "tests/test_odd.py": ODD_TESTS}
-    ws = write(tmp_path / "ws", files | {"tests/test_z_dies.py": DIES})  # runs last
+    ws = write_files(tmp_path / "ws", files | {"tests/test_z_dies.py": DIES})  # runs last
     first = Gate(ws, tmp_path / "records").first
     assert first.report == "unittest", first.tail
     assert first.tests["test_odd.Sub.test_values"] == "failed"
@@ -237,7 +232,7 @@ def test_a_subtest_failure_a_class_setup_error_and_a_dying_test_are_failures(tmp
 
 
 def test_tomlkit_shaped_pytest_configured_only_in_tests_conftest_is_run_by_pytest(tmp_path):
-    ws = write(
+    ws = write_files(
         tmp_path / "ws",
         {
             "pyproject.toml": '[project]\nname = "core"\nversion = "1"\n',
@@ -252,7 +247,9 @@ def test_tomlkit_shaped_pytest_configured_only_in_tests_conftest_is_run_by_pytes
 def test_a_run_of_no_tests_is_never_a_pass(unittest_project, tmp_path):
     """unittest discover on a pytest suite runs 0 tests and exits 0 (tomlkit's 1,204-test
     suite, detected as unittest, once 'passed'): 0 is never a pass, first run or later."""
-    ws = write(unittest_project, {"tests/test_core.py": PYTESTS, "tests/conftest.py": CONFTEST})
+    ws = write_files(
+        unittest_project, {"tests/test_core.py": PYTESTS, "tests/conftest.py": CONFTEST}
+    )
     gate = Gate(ws, tmp_path / "records", command="python -m unittest discover -s tests")
     assert gate.first.exit_code == 0 or gate.first.ran() == 0
     assert judge(None, gate.first) == ["the suite ran 0 tests"] or not gate.first.readable
@@ -264,7 +261,7 @@ def test_a_run_of_no_tests_is_never_a_pass(unittest_project, tmp_path):
 def pytest_project(tmp_path, wheel_index, shared_cache) -> Path:
     """A flat project whose tests are pytest's (configured in tests/conftest.py), with a
     .venv holding pytest, installed from the test index as cadillac's deps phase does."""
-    ws = write(
+    ws = write_files(
         tmp_path / "ws",
         {
             "pyproject.toml": '[project]\nname = "core"\nversion = "1"\n',
@@ -316,7 +313,7 @@ def pytest_unconfigure(config):
     lol = '<!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">' + "".join(
         f'<!ENTITY {chr(98 + i)} "' + ("&" + chr(97 + i) + ";") * 10 + '">' for i in range(9)
     ) + ']><testsuites><testsuite><testcase classname="x" name="&j;"/></testsuite></testsuites>'
-    open(config.option.xmlpath, "w").write(lol)
+    open(config.option.xmlpath, "w").write_files(lol)
 """,
     "a folder in place of the report": """
 def pytest_unconfigure(config):
@@ -355,7 +352,7 @@ def test_a_report_the_project_forges_is_named_as_a_change_to_collection(pytest_p
     gate.edit(
         "tests/conftest.py",
         CONFTEST + f"\n\ndef pytest_unconfigure(config):\n"
-        f"    open(config.option.xmlpath, 'w').write({forged!r})\n",
+        f"    open(config.option.xmlpath, 'w').write_files({forged!r})\n",
     )
     gate.edit("core.py", CORE.replace("return a + b", "return a * b"))
     result = gate.check()

@@ -11,16 +11,9 @@ import pytest
 from phases.suite import discover_test_command
 from phases.suite.gate import project_run
 from phases.suite.results import SuiteResults, read_results
-from tests.support import phase_context
+from tests.support import phase_context, write_files
 
 pytestmark = pytest.mark.e2e
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
 
 
 def first_run(ws: Path, records: Path) -> SuiteResults:
@@ -30,7 +23,7 @@ def first_run(ws: Path, records: Path) -> SuiteResults:
 
 
 def test_go_test_json_names_each_test_of_each_package(tmp_path):
-    ws = write(
+    ws = write_files(
         tmp_path / "ws",
         {
             "go.mod": "module example.com/calc\n\ngo 1.19\n",
@@ -67,7 +60,7 @@ func TestLater(t *testing.T) {
 
 
 def test_cargo_test_lines_name_each_test_of_each_binary(tmp_path):
-    ws = write(
+    ws = write_files(
         tmp_path / "ws",
         {
             "Cargo.toml": '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n',
@@ -106,7 +99,7 @@ mod tests {
 
 
 def test_node_test_tap_names_nested_tests_and_skips(tmp_path):
-    ws = write(
+    ws = write_files(
         tmp_path / "ws",
         {
             "package.json": '{"name": "calc", "version": "1.0.0", "type": "module", '
