@@ -10,7 +10,11 @@ the run's that the command may write (and nothing else of the host):
   names its log, so every unittest result reports each test;
 * a ``go test`` command gets ``-json``;
 * the whole output goes to a file as well (``tee``), since the executor keeps only the
-  start and end of a long output and a suite's per-test lines are in the middle.
+  start and end of a long output and a suite's per-test lines are in the middle;
+* Python's bytecode goes to a cache of the command's own (``PYTHONPYCACHEPREFIX`` in the
+  sandbox's fresh ``/tmp``): a ``.pyc`` in the tree is checked by the source's size and
+  modification second, so a module edited twice within a second to the same size was
+  run as it was before the edit (a change that broke a test passed the suite).
 
 The folder is made empty before the run and read after it without following links
 (:mod:`phases.suite.results`); the command's processes are gone by then (a PID
@@ -53,6 +57,7 @@ def instrumented(command: str, folder: Path) -> str:
         f'export PYTHONPATH={hook}"${{PYTHONPATH:+:$PYTHONPATH}}"; '
         f"export CADILLAC_TEST_LOG={log}; "
         "export NO_COLOR=1 CARGO_TERM_COLOR=never FORCE_COLOR=0; "
+        "export PYTHONPYCACHEPREFIX=/tmp/cadillac-pycache; "
     )
     output = shlex.quote(str(folder / OUTPUT))
     return f"set -o pipefail; {{ {setup}{command}\n}} 2>&1 | tee {output}"

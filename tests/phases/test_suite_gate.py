@@ -11,6 +11,8 @@ a suite that were each reported ``passed`` while tests failed are here, refused:
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -83,7 +85,7 @@ class Gate:
 
     def __init__(self, ws: Path, records: Path, command: str | None = None):
         if not (ws / ".venv").exists():  # the build's environment, as deps makes it
-            assert make_venv(ws / ".venv", records.parent / "cache") is None
+            assert make_venv(ws / ".venv", Path(os.environ["CADILLAC_CACHE_DIR"])) is None
         self.ws, self.events, self.changed = ws, [], []
         self.command = command or discover_test_command(ws)
         assert self.command
@@ -179,9 +181,9 @@ def test_a_test_that_passed_and_now_fails_is_refused_and_one_failing_before_may_
     assert not bad.passed and "passed before fail now" in bad.summary
     assert "test_core.CoreTest.test_sub" in bad.summary
     assert "AssertionError" in bad.details
-    # a new test that fails is refused too (a size of its own: pyc files are checked by
-    # size and second)
-    gate.edit("core.py", CORE + "\n")
+    # a new test that fails is refused too. core.py goes back to the same size within the
+    # same second: a .pyc in the tree would pass for it (the run's bytecode is its own)
+    gate.edit("core.py", CORE)
     gate.edit(
         "tests/test_new.py",
         "import unittest\n\n\nclass NewTest(unittest.TestCase):\n"
@@ -257,12 +259,13 @@ def test_a_run_of_no_tests_is_never_a_pass(unittest_project, tmp_path):
     assert not result.passed
 
 
-@pytest.fixture
-def pytest_project(tmp_path, wheel_index, shared_cache) -> Path:
+@pytest.fixture(scope="module")
+def pytest_template(tmp_path_factory, wheel_server, shared_cache) -> Path:
     """A flat project whose tests are pytest's (configured in tests/conftest.py), with a
-    .venv holding pytest, installed from the test index as cadillac's deps phase does."""
+    .venv holding pytest, installed from the test index as cadillac's deps phase does;
+    made once for the module, copied by each test (``pytest_project``)."""
     ws = write_files(
-        tmp_path / "ws",
+        tmp_path_factory.mktemp("pytest-template") / "ws",
         {
             "pyproject.toml": '[project]\nname = "core"\nversion = "1"\n',
             "core.py": CORE,
@@ -276,9 +279,22 @@ def pytest_project(tmp_path, wheel_index, shared_cache) -> Path:
     steps, refused = requirement_steps(ws, "pytest", ["pytest"], "the test")
     assert not refused
     ctx = phase_context(ws, cache=shared_cache)
-    for step in steps:
-        result = ctx.run(step.command, timeout_s=300, install=step)
-        assert result.ok, result.output[-2000:]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PIP_INDEX_URL", wheel_server)
+        mp.setenv("PIP_CONFIG_FILE", "/dev/null")
+        for name in ("PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_CONSTRAINT"):
+            mp.delenv(name, raising=False)
+        for step in steps:
+            result = ctx.run(step.command, timeout_s=300, install=step)
+            assert result.ok, result.output[-2000:]
+    return ws
+
+
+@pytest.fixture
+def pytest_project(pytest_template, tmp_path) -> Path:
+    """A copy of the template (``python -m pytest`` runs from the copy's .venv)."""
+    ws = tmp_path / "ws"
+    shutil.copytree(pytest_template, ws, symlinks=True)
     return ws
 
 

@@ -67,23 +67,26 @@ def test_a_real_shaped_repository_is_enhanced_and_its_change_is_only_the_models(
     assert [m.name for m in meta] == [f"shapes-{real_shapes.VERSION}.dist-info"]
 
 
-def test_a_conftest_that_stops_collection_fails_the_build_and_is_not_committed(
+def test_a_conftest_that_stops_collection_is_refused_and_never_enters_the_change(
     home, shapes, wheel_index
 ):
     """The first of the four ways around a suite once reported `passed`: conftest.py's
-    collect_ignore kept every existing test of tests/test_area.py from running."""
+    collect_ignore kept every existing test of tests/test_area.py from running. The
+    check refuses it and says why; the model puts conftest.py back; it is never committed."""
     code, summary = enhance(home, shapes, "collect_ignorer")
-    assert code == 1 and summary["status"] == "failed"
-    build = next(p for p in summary["phases"] if p["phase"] == "build")
-    assert build["outcome"] == "budget_exhausted"
-    assert "3 test(s) that passed before did not run" in build["check"], build["check"]
-    assert "tests/conftest.py" in build["check"]  # named: it decides which tests run
-    assert "tests/conftest.py" not in summary["changed"]
+    assert code == 0 and summary["status"] == "passed", summary["reason"]
     run = home / "runs" / summary["run_id"]
     events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+    checks = [e["data"] for e in events if e["kind"] == "check" and e["phase"] == "build"]
+    assert [c["passed"] for c in checks] == [False, True]
+    refused = checks[0]["summary"]
+    assert "3 test(s) that passed before did not run" in refused, refused
+    assert "tests/conftest.py" in refused  # named: it decides which tests run
     noted = [e for e in events if e["kind"] == "suite_collection_changed"]
     assert noted and noted[0]["phase"] == "build"
     assert noted[0]["data"]["files"] == ["tests/conftest.py"]
+    assert summary["changed"] == ["src/shapes/area.py", "tests/test_area.py"]
+    assert "collect_ignore" not in (run / "changes.patch").read_text()
 
 
 def test_what_cadillacs_install_and_test_runs_make_stays_out_of_the_change(
