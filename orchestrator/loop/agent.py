@@ -348,12 +348,15 @@ class Builder:
         project as it is: :meth:`~orchestrator.loop.project.ExistingProject.before_first_phase`);
         what the user should hear of it, or None. When the project's tests cannot run at
         all, the run ends there, failed, with that reason (SuiteCannotRun is raised on)."""
+        started = time.time()
         try:
-            return self.project.before_first_phase(self._context())
+            said = self.project.before_first_phase(self._context())
         except SuiteCannotRun as exc:
             self.summary.status, self.summary.reason = "failed", str(exc)
-            self._finish()
+            self._finish()  # its time is counted from the builder's start
             raise
+        self.summary.seconds += time.time() - started  # the install and the first run count
+        return said
 
     @classmethod
     def resume(cls, home: Home, config: BuildConfig, run_id: str, **kw) -> Builder:

@@ -28,6 +28,10 @@ def test_an_enhance_runs_records_say_what_it_is_and_where_each_command_ran(home,
     assert end["data"]["seconds"] == deps["seconds"]
     installed = next(e for e in events if e["kind"] == "baseline_deps")
     assert installed["data"]["passed"] and installed["data"]["seconds"] > 0
+    first = next(e for e in events if e["kind"] == "baseline_tests")
+    # the run's time counts the install and the first run made before the first phase
+    phases = sum(p["seconds"] for p in summary["phases"])
+    assert summary["seconds"] >= phases + installed["data"]["seconds"] + first["data"]["seconds"]
 
     # every command of a phase's check names its phase; only the start's baseline has none
     baseline = next(i for i, e in enumerate(events) if e["kind"] == "baseline_tests")
