@@ -155,19 +155,22 @@ def _note(changed: list[str]) -> str:
 
 def covered(plan_command: str, command: str | None, results: SuiteResults | None) -> list | None:
     """The tests of the project's run that ``plan_command`` would run, when it is the
-    project's ``command`` itself, or that command given some of the test files or folders
-    its JUnit report names (pytest); None when the plan's command must run on its own."""
+    project's ``command`` itself (``-v``, ``-q`` or ``-x`` added or not), or that command
+    given some of the test files or folders its JUnit report names (pytest); None when the
+    plan's command must run on its own."""
     if not command or results is None or not results.readable:
         return None
     try:
         plan, base = shlex.split(plan_command), shlex.split(command)
     except ValueError:
         return None
-    if plan == base:
-        return sorted(results.tests)
-    if results.report != "junit" or plan[: len(base)] != base:
+    if plan[: len(base)] != base:
         return None
     extra = plan[len(base) :]
+    if all(w in QUIET for w in extra):  # the same run, said louder or quieter
+        return sorted(results.tests)
+    if results.report != "junit":
+        return None
     paths = [w.removeprefix("./").rstrip("/") for w in extra if not w.startswith("-")]
     if not paths or any(w.startswith("-") and w not in QUIET for w in extra):
         return None

@@ -201,64 +201,80 @@ def _go(text: str, found: SuiteResults) -> None:
                 _message(found, package, "the package failed outside its tests (a build error?)")
 
 
-CARGO_RUNNING = re.compile(r"^\s*Running (.+?)(?: \([^)]*\))?\s*$")
-CARGO_DOCTESTS = re.compile(r"^\s*Doc-tests (\S+)")
-CARGO_TEST = re.compile(r"^test (.+?) \.\.\. (ok|FAILED|ignored)\b")
+MAX_LINE = 4096
+"""A line of output longer than this names no test (and is never matched against a pattern)."""
 CARGO_OUTCOMES = {"ok": "passed", "FAILED": "failed", "ignored": "skipped"}
 
 
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if len(line) <= MAX_LINE]
+
+
 def _cargo(text: str, found: SuiteResults) -> None:
+    """``Running unittests src/lib.rs (target/...)`` names a binary, ``Doc-tests NAME``
+    the doc tests, and ``test a::b ... ok`` one of its tests."""
     binary = ""
-    for line in text.splitlines():
-        running = CARGO_RUNNING.match(line) or CARGO_DOCTESTS.match(line)
-        if running:
-            binary = running.group(1)
-            continue
-        match = CARGO_TEST.match(line)
-        if match:
-            found.tests[f"{binary}::{match.group(1)}"] = CARGO_OUTCOMES[match.group(2)]  # type: ignore[assignment]
+    for line in _lines(text):
+        head = line.strip()
+        if head.startswith("Running "):
+            binary = head.removeprefix("Running ").split(" (", 1)[0].strip()
+        elif head.startswith("Doc-tests "):
+            binary = head.removeprefix("Doc-tests ").strip()
+        elif line.startswith("test ") and " ... " in line:
+            name, _, outcome = line[5:].rpartition(" ... ")
+            outcome = outcome.split()[0] if outcome.split() else ""
+            if name and outcome in CARGO_OUTCOMES:
+                found.tests[f"{binary}::{name}"] = CARGO_OUTCOMES[outcome]  # type: ignore[assignment]
 
 
-TAP_POINT = re.compile(r"^(\s*)(not )?ok\b(?: \d+)?(?: -)?\s*(.*?)\s*$")
-TAP_DIRECTIVE = re.compile(r"(^|\s+)#\s*(SKIP|TODO)\b.*$", re.I)
-TAP_SUBTEST = re.compile(r"^(\s*)# Subtest: (.*)$")
-TAP_SUMMARY = re.compile(r"^#\s*(tests|pass|fail|ok|skip|todo|cancelled|suites|duration_ms)\b")
+TAP_POINT = re.compile(r"(not )?ok\b(?: \d+)?(?: -)?")
+TAP_SUMMARY = ("tests", "pass", "fail", "ok", "skip", "todo", "cancelled", "suites", "duration_ms")
 
 
 def _tap(text: str, found: SuiteResults) -> None:
     """TAP test points; a nested subtest is named with its parents (``suite > case``), a
     point under a tape-style ``# section`` comment with its section, and a repeated name
-    with its occurrence (``#2``)."""
-    if not re.search(r"^TAP version|^\s*1\.\.\d+\s*$", text, re.M):
+    with its occurrence (``#2``). Lines are read with string operations and anchored
+    patterns only, so no output, however long its lines, costs more than its length."""
+    lines = _lines(text)
+    if not any(line.startswith("TAP version") or _plan_line(line) for line in lines):
         return
     stack: list[tuple[int, str]] = []
     section, seen = "", dict[str, int]()
-    for line in text.splitlines():
-        sub = TAP_SUBTEST.match(line)
-        if sub:
-            stack = [s for s in stack if s[0] < len(sub.group(1))] + [
-                (len(sub.group(1)), sub.group(2))
-            ]
+    for line in lines:
+        body = line.lstrip()
+        indent = len(line) - len(body)
+        if body.startswith("# Subtest: "):
+            stack = [s for s in stack if s[0] < indent] + [(indent, body[11:].strip())]
             continue
-        if line.startswith("# ") and not TAP_SUMMARY.match(line):
-            section = line[2:].strip()
+        if line.startswith("# "):
+            words = line[2:].split()
+            if words and words[0] not in TAP_SUMMARY:
+                section = line[2:].strip()
             continue
-        point = TAP_POINT.match(line)
-        if not point or line.lstrip().startswith("okay"):
+        point = TAP_POINT.match(body)
+        if not point or body.startswith("okay"):
             continue
-        indent, failed, rest = len(point.group(1)), bool(point.group(2)), point.group(3)
-        directive = TAP_DIRECTIVE.search(rest)
-        name = TAP_DIRECTIVE.sub("", rest).strip() or "(unnamed)"
+        rest = body[point.end() :].strip()
+        name, mark, directive = rest.partition("#")
+        skipped = bool(mark) and directive.strip()[:4].upper() in ("SKIP", "TODO")
+        name = (name if skipped else rest).strip() or "(unnamed)"
         parents = [n for i, n in stack if i < indent]
         stack = [s for s in stack if s[0] < indent]
         key = " > ".join([*([section] if section and not parents else []), *parents, name])
         seen[key] = seen.get(key, 0) + 1
         if seen[key] > 1:
             key = f"{key} #{seen[key]}"
-        if directive:  # SKIP, or TODO: a known failure that does not count
+        if skipped:  # SKIP, or TODO: a known failure that does not count
             found.tests[key] = "skipped"
         else:
-            found.tests[key] = "failed" if failed else "passed"
+            found.tests[key] = "failed" if point.group(1) else "passed"
+
+
+def _plan_line(line: str) -> bool:
+    """A TAP plan: ``1..N``."""
+    first, dots, last = line.strip().partition("..")
+    return first == "1" and bool(dots) and last.isdigit()
 
 
 # ---------------------------------------------------------------------------- judging

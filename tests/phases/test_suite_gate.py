@@ -375,3 +375,27 @@ def test_a_report_the_project_forges_is_named_as_a_change_to_collection(pytest_p
     assert "the change touches what decides which tests run: core.py" not in result.summary
     assert "tests/conftest.py; recorded" in result.summary
     assert any(kind == "suite_collection_changed" for kind, _ in gate.events)
+
+
+def test_the_plans_command_is_not_run_again_when_the_projects_run_covered_it():
+    from phases.suite.gate import covered
+    from phases.suite.results import SuiteResults
+
+    run = SuiteResults(
+        report="junit",
+        tests={"t.test_a::x": "passed", "t.test_b::y": "passed"},
+        files={"t.test_a::x": "tests/test_a.py", "t.test_b::y": "tests/test_b.py"},
+    )
+    base = "python -m pytest -q"
+    assert covered(base, base, run) == ["t.test_a::x", "t.test_b::y"]
+    assert covered("python -m pytest -q -v", base, run) == ["t.test_a::x", "t.test_b::y"]
+    assert covered("python -m pytest -q ./tests/test_b.py", base, run) == ["t.test_b::y"]
+    assert covered("python -m pytest -q tests/", base, run) == ["t.test_a::x", "t.test_b::y"]
+    assert covered("python -m pytest -q tests/test_b.py::y", base, run) is None  # one test
+    assert covered("python -m pytest -q -k y", base, run) is None  # a selection it cannot read
+    assert covered("python -m pytest -q tests/test_c.py", base, run) is None  # not in the run
+    assert covered("pytest", base, run) is None
+    unittest = run.model_copy(update={"report": "unittest", "files": {}})
+    cmd = "python -m unittest discover -s tests"
+    assert covered(cmd + " -v", cmd, unittest) == ["t.test_a::x", "t.test_b::y"]
+    assert covered(cmd + " -p 'test_b*'", cmd, unittest) is None

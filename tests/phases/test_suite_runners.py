@@ -147,3 +147,20 @@ def test_tape_style_tap_names_assertions_by_their_section(tmp_path):
 def test_output_without_a_report_gives_no_results(tmp_path):
     (tmp_path / "output.txt").write_text("ok  \texample.com/calc\t0.01s\ntests ok\n")
     assert read_results(tmp_path).report == ""
+
+
+def test_long_lines_a_project_prints_cost_no_more_than_their_length(tmp_path):
+    """A test's output is the model's: lines of spaces that once made the TAP and cargo
+    patterns backtrack (a quadratic match per line) are read in linear time."""
+    import time
+
+    spaces = " " * 200_000  # 20,000 took the old patterns 1.5 to 3 s a line
+    (tmp_path / "output.txt").write_text(
+        f"TAP version 13\nok x{spaces}y\nnot ok 1 - a{spaces}b\nRunning x{spaces}y\n"
+        f"test x{spaces}y\nnot ok 2 - real {spaces[:100]}# SKIP\nok 3 - kept\n1..3\n"
+    )
+    started = time.perf_counter()
+    found = read_results(tmp_path)
+    assert time.perf_counter() - started < 2
+    assert found.report == "tap"
+    assert found.tests == {"real": "skipped", "kept": "passed"}
