@@ -190,8 +190,8 @@ class WordCountTests(SimpleTestCase):
             story=("from django.utils.text import word_count; print(word_count('a b'))", "2"),
             breaking=(
                 "django/utils/text.py",
-                "def capfirst(x):\n",
-                "def capfirst(x):\n    return x\n",
+                '    return re_newlines.sub("\\n", str(text))',
+                "    return str(text)",
             ),
             test_command=DJANGO_TESTS,
         ),
