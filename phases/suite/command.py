@@ -360,10 +360,16 @@ def _tox_deps(root: Path, text: str) -> list[str]:
 
 
 def _requirements(root: Path, path: str, depth: int = 0) -> list[str]:
-    """A requirements file's plain lines (and those of the files it ``-r``\\ s), inside root."""
-    if depth > 3 or Path(path).is_absolute() or ".." in Path(path).parts:
+    """A requirements file's plain lines (and those of the files it ``-r``\\ s), inside root
+    and reached through real folders only: a folder the model replaced by a link to the
+    host's would have the host read a file of its choosing, whose lines (a token) would be
+    asked of the package index by the install that has the network."""
+    parts = Path(path).parts
+    if depth > 3 or Path(path).is_absolute() or ".." in parts:
         return []
-    if any(part in SKIP_DIRS for part in Path(path).parts):
+    if any(part in SKIP_DIRS for part in parts):
+        return []
+    if any(what_is(root.joinpath(*parts[: n + 1])) != "a folder" for n in range(len(parts) - 1)):
         return []
     out = []
     folder = Path(path).parent

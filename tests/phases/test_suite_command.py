@@ -217,3 +217,22 @@ def test_an_existing_python_projects_package_json_is_its_tooling(tmp_path):
     assert project_files(root, plan) == ["pyproject.toml"]
     js = plan.model_copy(update={"stack": ["python", "javascript"]})
     assert project_files(root, js) == ["pyproject.toml", "package.json"]
+
+
+def test_a_requirements_file_behind_a_linked_folder_is_never_read_on_the_host(tmp_path):
+    """A model that makes ``requirements/`` (or a folder a ``-r`` line names) a link to a
+    host folder would have the host read a file there: a token on its own line reads as a
+    requirement, and the install that has the network would ask the index for it."""
+    secrets = write_files(tmp_path / "host", {"test.txt": "ghp_secret_token\n"})
+    root = write_files(
+        tmp_path / "p",
+        {
+            "pyproject.toml": '[project]\nname = "p"\n',
+            "requirements-dev.txt": "-r vault/test.txt\nrich\n",
+        },
+    )
+    (root / "requirements").symlink_to(secrets)
+    (root / "vault").symlink_to(secrets)
+    needs = needed_by_tests(root, "python -m pytest -q")
+    assert needs.declared == ["rich"]
+    assert not any("secret" in r for r in needs.all())
