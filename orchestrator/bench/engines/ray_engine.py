@@ -1,0 +1,345 @@
+"""Builds as Ray tasks, on the nodes of a cluster: for nights one machine cannot hold.
+
+Each build is one Ray task running cadillac's own :func:`~.worker.run_job` on a node, in
+that node's sandbox, in a home of its own made for the task: the coordinator's memory,
+budgets, notes and skills as they stood when the run began (the snapshot every build of
+the run reads, as an improve trial's do), and the task's folder carried with the job (the
+matrix need not exist on the node). What comes back is data: the scored result, the
+learning the coordinator applies, and the run folder's records it writes into the home
+(:mod:`.records`). Nothing on a node writes the home.
+
+* **Same code everywhere.** Before the first build each node is asked for the digest of
+  its cadillac (:func:`orchestrator.version.source_digest`); a node whose digest differs
+  is refused, in one line, and no build goes to it. None left: the run stops before it
+  starts.
+* **A worker that dies** (its process killed, its node gone): the build is retried once,
+  on another node when there is one; a second death marks it ``lost``, which the results
+  keep and never score.
+* **Stopping:** Ctrl-C or SIGTERM cancels every build in flight (its task gets
+  KeyboardInterrupt and records that it was stopped); one not ended within the grace is
+  cancelled by force.
+* **Where Ray keeps its files:** without an address a local Ray is started for the run,
+  its temporary folder under the system's temporary folder (never the user's home), its
+  usage reporting and dashboard off, and it is stopped after.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import secrets
+import shutil
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from orchestrator.bench.engines.config import EngineConfig
+from orchestrator.bench.engines.records import collect
+from orchestrator.bench.engines.worker import BuildJob, Outcome, failed, run_job
+from orchestrator.errors import CadillacError
+from orchestrator.version import source_digest
+
+SNAPSHOT = ("memory.jsonl", "phase_budgets.jsonl", "notes", "skills")
+"""What of the home a remote build reads (relative to the home)."""
+MAX_SNAPSHOT_BYTES = 200 * 1024**2
+NODE_CACHE = "cadillac-ray-cache"
+"""A node's shared template environments, under its temporary folder."""
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never report to anyone
+
+
+def ray_module():
+    """Ray, or CadillacError in one line when it is not installed."""
+    try:
+        import ray
+    except ImportError:
+        raise CadillacError(
+            "--engine ray needs Ray, which is not installed: pip install 'cadillac[ray]'"
+        ) from None
+    return ray
+
+
+def snapshot(home: Path) -> dict[str, bytes]:
+    """The home's memory, budgets, notes and skills, by relative path (regular files)."""
+    files: dict[str, bytes] = {}
+    total = 0
+    for name in SNAPSHOT:
+        path = home / name
+        found = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
+        for item in found:
+            if item.is_symlink() or not item.is_file():
+                continue
+            data = item.read_bytes()
+            total += len(data)
+            if total > MAX_SNAPSHOT_BYTES:
+                raise CadillacError(
+                    f"the home's memory, notes and skills are over {MAX_SNAPSHOT_BYTES >> 20} MB:"
+                    " too much to send with every build (consolidate or prune them)"
+                )
+            files[item.relative_to(home).as_posix()] = data
+    return files
+
+
+def task_files(folder: Path) -> dict[str, bytes]:
+    """The task's folder (task.toml, acceptance/, repo/), by relative path, for the node."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink()
+    }
+
+
+def _unpack(root: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        target = root / rel
+        if ".." in Path(rel).parts or Path(rel).is_absolute():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def remote_build(job: BuildJob, home_files: dict[str, bytes], task: dict[str, bytes], keys):
+    """The Ray task: one build in a home made for it on this node (see the module docstring)."""
+    work = Path(tempfile.mkdtemp(prefix="cadillac-build-"))
+    saved = {name: os.environ.get(name) for name in keys}
+    try:
+        os.environ.update(keys)
+        os.environ.setdefault("CADILLAC_CACHE_DIR", str(Path(tempfile.gettempdir()) / NODE_CACHE))
+        home = work / "home"
+        home.mkdir()
+        _unpack(home, home_files)
+        folder = work / "task" / job.task.id
+        folder.mkdir(parents=True)
+        _unpack(folder, task)
+        here = job.task.model_copy()
+        here._dir = folder
+        local = job.model_copy(update={"home": home, "task": here})
+        try:
+            outcome = run_job(local)
+        except KeyboardInterrupt:
+            return failed(job, "interrupted", "the matrix run was stopped during this build")
+        outcome.run.node = node_label()
+        if outcome.run.run_id:
+            outcome.files = collect(home / "runs" / outcome.run.run_id)
+        return outcome
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def own_token(folder: Path) -> None:
+    """A Ray started for one run authenticates with a token of its own, in its temporary
+    folder (Ray would otherwise make ``~/.ray/auth_token`` in the user's home)."""
+    if os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return
+    token = folder / "auth_token"
+    token.write_text(secrets.token_hex(32))
+    token.chmod(0o600)
+    os.environ["RAY_AUTH_TOKEN_PATH"] = str(token)
+    os.environ.setdefault("RAY_AUTH_MODE", "token")
+
+
+def _import_path() -> str:
+    """This interpreter's import folders, for the workers of a Ray started here (they run
+    this machine's cadillac, and the scripted models a test names)."""
+    return os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+
+
+def node_label() -> str:
+    """This node as the records name it: its address and the start of its Ray id."""
+    ray = ray_module()
+    ctx = ray.get_runtime_context()
+    return f"{ray.util.get_node_ip_address()}/{ctx.get_node_id()[:8]}"
+
+
+def node_digest() -> tuple[str, str]:
+    """(this node's Ray id, the digest of the cadillac it imports)."""
+    return ray_module().get_runtime_context().get_node_id(), source_digest()
+
+
+class RayEngine:
+    """Builds as Ray tasks (see the module docstring)."""
+
+    def __init__(self, config: EngineConfig, ended: queue.Queue, home: Path):
+        self.ended, self.config, self.keys = ended, config, dict(config.keys)
+        self.started_here = False
+        self.temp: str | None = None
+        address = config.address()
+        if address is None:  # a Ray of our own for this run, its files in a temp folder
+            self.temp = tempfile.mkdtemp(prefix="cadillac-ray-", dir="/tmp")
+            own_token(Path(self.temp))
+        self.ray = ray = ray_module()
+        try:
+            if address is None:
+                ray.init(
+                    include_dashboard=False,
+                    _temp_dir=self.temp,
+                    runtime_env={"env_vars": {"PYTHONPATH": _import_path()}},
+                    logging_level="ERROR",
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
+                self.started_here = True
+            else:
+                ray.init(
+                    address=address,
+                    logging_level="ERROR",
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
+        except CadillacError:
+            raise
+        except Exception as exc:
+            self._drop_temp()
+            raise CadillacError(
+                f"could not reach the Ray cluster at {address or 'a local Ray'}: "
+                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            ) from None
+        self.remote = ray.remote(max_retries=0, num_cpus=1)(remote_build)
+        self.snapshot = ray.put(snapshot(home))
+        self.refused: list[str] = []
+        self.nodes = self._same_code()
+        self.turn = itertools.cycle(self.nodes)
+        self.flight: dict = {}
+        """A running task's ref -> (job, the node it was sent to, tries so far)."""
+        self.task_refs: dict[str, object] = {}
+        self.lock = threading.Lock()
+        self.closing = threading.Event()
+        self.stopping = False
+        self.waiter = threading.Thread(target=self._wait, daemon=True)
+        self.waiter.start()
+
+    # ------------------------------------------------------------------ the nodes
+    def _alive(self) -> list[str]:
+        return [n["NodeID"] for n in self.ray.nodes() if n.get("Alive")]
+
+    def _same_code(self) -> list[str]:
+        """The nodes running this cadillac; a line for each one refused."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        ask = self.ray.remote(num_cpus=0, max_retries=0)(node_digest)
+        mine = source_digest()
+        good = []
+        refs = {
+            node: ask.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
+            ).remote()
+            for node in self._alive()
+        }
+        for node, ref in refs.items():
+            try:
+                _, theirs = self.ray.get(ref, timeout=120)
+            except Exception as exc:  # a node that cannot run a task: not used
+                self.refused.append(f"Ray node {node[:8]} could not be asked its code: {exc}")
+                continue
+            if theirs != mine:
+                self.refused.append(
+                    f"Ray node {node[:8]} runs another cadillac (source {theirs}, this one "
+                    f"{mine}): no build goes there; install this version on it"
+                )
+            else:
+                good.append(node)
+        if not good:
+            self.close()
+            raise CadillacError(
+                "no node of the Ray cluster runs this cadillac: "
+                + ("; ".join(self.refused) or "the cluster has no node")
+            )
+        return good
+
+    def _node_for(self, avoid: str | None = None) -> str | None:
+        alive = set(self._alive())
+        self.nodes = [n for n in self.nodes if n in alive]
+        choices = [n for n in self.nodes if n != avoid] or ([] if avoid is not None else self.nodes)
+        if not choices:
+            return None
+        for node in self.turn:  # the next good node in turn
+            if node in choices:
+                return node
+        return None
+
+    # ------------------------------------------------------------------ the builds
+    def submit(self, job: BuildJob, tries: int = 0, avoid: str | None = None) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        node = self._node_for(avoid)
+        if node is None:
+            why = "its worker died and no other node of the cluster is left to retry it on"
+            self.ended.put(failed(job, "lost", why))
+            return
+        if job.task.id not in self.task_refs:
+            self.task_refs[job.task.id] = self.ray.put(task_files(job.task.dir))
+        ref = self.remote.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
+        ).remote(job, self.snapshot, self.task_refs[job.task.id], self.keys)
+        with self.lock:
+            self.flight[ref] = (job, node, tries)
+
+    def _wait(self) -> None:
+        ray = self.ray
+        while not self.closing.is_set():
+            with self.lock:
+                refs = list(self.flight)
+            if not refs:
+                self.closing.wait(0.2)
+                continue
+            done, _ = ray.wait(refs, num_returns=1, timeout=0.5)
+            for ref in done:
+                with self.lock:
+                    job, node, tries = self.flight.pop(ref)
+                self._ended(ref, job, node, tries)
+
+    def _ended(self, ref, job: BuildJob, node: str, tries: int) -> None:
+        ray = self.ray
+        try:
+            outcome: Outcome = ray.get(ref)
+        except (ray.exceptions.TaskCancelledError, ray.exceptions.RayTaskError) as exc:
+            if self.stopping or isinstance(exc, ray.exceptions.TaskCancelledError):
+                outcome = failed(job, "interrupted", "the matrix run was stopped during this build")
+            else:
+                outcome = failed(job, "crashed", str(exc).splitlines()[-1][:500])
+        except Exception as exc:  # the worker or its node died
+            if self.stopping:
+                outcome = failed(job, "interrupted", "the matrix run was stopped during this build")
+            elif tries == 0:
+                self.submit(job, tries=1, avoid=node)  # once more, elsewhere when possible
+                return
+            else:
+                outcome = failed(
+                    job, "lost", f"its worker died twice ({type(exc).__name__}): not scored"
+                )
+        self.ended.put(outcome)
+
+    def stop(self) -> None:
+        self.stopping = True
+        with self.lock:
+            refs = list(self.flight)
+        for ref in refs:
+            self.ray.cancel(ref, force=False)
+
+    def kill(self) -> None:
+        self.stopping = True
+        with self.lock:
+            refs = list(self.flight)
+        for ref in refs:
+            self.ray.cancel(ref, force=True)
+
+    def close(self) -> None:
+        self.closing.set()
+        waiter = getattr(self, "waiter", None)
+        if waiter is not None and waiter is not threading.current_thread():
+            waiter.join(timeout=5)
+        if self.ray.is_initialized():
+            self.ray.shutdown()
+        self._drop_temp()
+
+    def _drop_temp(self) -> None:
+        if self.temp is not None:
+            shutil.rmtree(self.temp, ignore_errors=True)
+            self.temp = None
