@@ -83,6 +83,7 @@ def run_matrix(
     on_builder: Callable[[Builder, MatrixTask, int], None] | None = None,
     engine: EngineConfig | None = None,
     task_ids: Sequence[str] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> MatrixResults:
     """Run the matrix (see the module docstring); results are also written to disk.
 
@@ -109,7 +110,8 @@ def run_matrix(
 
     ``engine`` says where the builds run (:mod:`orchestrator.bench.engines`; None: this
     machine, ``jobs`` at once). ``task_ids`` builds only those tasks of the matrix (a
-    resumed run keeps its own).
+    resumed run keeps its own). ``on_warning`` hears what the engine refused (a Ray node
+    running other code), a line each.
     """
     if resume is not None:
         results = load_results(home, resume)
@@ -161,6 +163,7 @@ def run_matrix(
             home, build, tasks, results, folder, engine, learn, on_result, score,
             _Spend(max_cost_usd, max_tokens), seed, keep_envs,
             Hooks.load() if hooks is None else hooks, on_progress, progress_every_s, on_builder,
+            on_warning,
         )  # fmt: skip
     finally:
         lock.release()
@@ -183,6 +186,7 @@ def _coordinate(
     on_progress: Callable[[Progress], None] | None,
     progress_every_s: float,
     on_builder: Callable[[Builder, MatrixTask, int], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> MatrixResults:
     """Start builds as others end, ``jobs`` at a time, and record each as it ends."""
     target = HomeLearning(home) if learn else None
@@ -192,6 +196,8 @@ def _coordinate(
     running: dict[tuple[str, int], float] = {}
     ended: queue.Queue[Outcome] = queue.Queue()
     engine = engine_for(engine_config, ended, on_builder, hooks, home.root)
+    for line in getattr(engine, "refused", ()):
+        (on_warning or (lambda _: None))(line)
     plugins = hooks.loaded_from
 
     def job(task: MatrixTask, r: int) -> BuildJob:

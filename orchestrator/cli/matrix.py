@@ -216,6 +216,7 @@ def matrix_run(args: argparse.Namespace) -> int:
             on_builder=output.BuildTracer(output.verbosity()),
             engine=engine,
             task_ids=args.task,
+            on_warning=output.warn,
         )
     except KeyboardInterrupt:
         if seen:  # the run has a folder: it can go on later

@@ -30,6 +30,7 @@ import os
 import queue
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -120,7 +121,6 @@ def remote_build(job: BuildJob, home_files: dict[str, bytes], task: dict[str, by
             outcome = run_job(local)
         except KeyboardInterrupt:
             return failed(job, "interrupted", "the matrix run was stopped during this build")
-        outcome.run.node = node_label()
         if outcome.run.run_id:
             outcome.files = collect(home / "runs" / outcome.run.run_id)
         return outcome
@@ -131,6 +131,18 @@ def remote_build(job: BuildJob, home_files: dict[str, bytes], task: dict[str, by
             else:
                 os.environ[name] = value
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _signal_handlers() -> dict:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _restore(handlers: dict) -> None:
+    for sig, handler in handlers.items():
+        if handler is not None:
+            signal.signal(sig, handler)
 
 
 def own_token(folder: Path) -> None:
@@ -151,13 +163,6 @@ def _import_path() -> str:
     return os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
 
 
-def node_label() -> str:
-    """This node as the records name it: its address and the start of its Ray id."""
-    ray = ray_module()
-    ctx = ray.get_runtime_context()
-    return f"{ray.util.get_node_ip_address()}/{ctx.get_node_id()[:8]}"
-
-
 def node_digest() -> tuple[str, str]:
     """(this node's Ray id, the digest of the cadillac it imports)."""
     return ray_module().get_runtime_context().get_node_id(), source_digest()
@@ -175,6 +180,7 @@ class RayEngine:
             self.temp = tempfile.mkdtemp(prefix="cadillac-ray-", dir="/tmp")
             own_token(Path(self.temp))
         self.ray = ray = ray_module()
+        handlers = _signal_handlers()  # ray.init puts its own on SIGTERM: cadillac's stand
         try:
             if address is None:
                 ray.init(
@@ -201,7 +207,11 @@ class RayEngine:
                 f"could not reach the Ray cluster at {address or 'a local Ray'}: "
                 f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
             ) from None
+        finally:
+            _restore(handlers)
         self.remote = ray.remote(max_retries=0, num_cpus=1)(remote_build)
+        self.labels: dict[str, str] = {}
+        """A node's id -> how the records name it: its address and the start of its id."""
         self.snapshot = ray.put(snapshot(home))
         self.refused: list[str] = []
         self.nodes = self._same_code()
@@ -217,7 +227,10 @@ class RayEngine:
 
     # ------------------------------------------------------------------ the nodes
     def _alive(self) -> list[str]:
-        return [n["NodeID"] for n in self.ray.nodes() if n.get("Alive")]
+        alive = [n for n in self.ray.nodes() if n.get("Alive")]
+        for n in alive:
+            self.labels[n["NodeID"]] = f"{n.get('NodeManagerAddress', '?')}/{n['NodeID'][:8]}"
+        return [n["NodeID"] for n in alive]
 
     def _same_code(self) -> list[str]:
         """The nodes running this cadillac; a line for each one refused."""
@@ -314,6 +327,7 @@ class RayEngine:
                 outcome = failed(
                     job, "lost", f"its worker died twice ({type(exc).__name__}): not scored"
                 )
+        outcome.run.node = self.labels.get(node, node[:8])
         self.ended.put(outcome)
 
     def stop(self) -> None:
