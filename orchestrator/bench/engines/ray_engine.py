@@ -92,7 +92,7 @@ def task_files(folder: Path) -> dict[str, bytes]:
     }
 
 
-def _unpack(root: Path, files: dict[str, bytes]) -> None:
+def unpack(root: Path, files: dict[str, bytes]) -> None:
     for rel, data in files.items():
         target = root / rel
         if ".." in Path(rel).parts or Path(rel).is_absolute():
@@ -110,10 +110,10 @@ def remote_build(job: BuildJob, home_files: dict[str, bytes], task: dict[str, by
         os.environ.setdefault("CADILLAC_CACHE_DIR", str(Path(tempfile.gettempdir()) / NODE_CACHE))
         home = work / "home"
         home.mkdir()
-        _unpack(home, home_files)
+        unpack(home, home_files)
         folder = work / "task" / job.task.id
         folder.mkdir(parents=True)
-        _unpack(folder, task)
+        unpack(folder, task)
         here = job.task.model_copy()
         here._dir = folder
         local = job.model_copy(update={"home": home, "task": here})
@@ -168,11 +168,11 @@ def node_digest() -> tuple[str, str]:
     return ray_module().get_runtime_context().get_node_id(), source_digest()
 
 
-class RayEngine:
-    """Builds as Ray tasks (see the module docstring)."""
+class RaySession:
+    """A connection to a Ray cluster (or a Ray started for the run), and its nodes that run
+    this cadillac: what the matrix engine and the improve cycle's trials share."""
 
-    def __init__(self, config: EngineConfig, ended: queue.Queue, home: Path):
-        self.ended, self.config, self.keys = ended, config, dict(config.keys)
+    def __init__(self, config: EngineConfig):
         self.started_here = False
         self.temp: str | None = None
         address = config.address()
@@ -209,23 +209,13 @@ class RayEngine:
             ) from None
         finally:
             _restore(handlers)
-        self.remote = ray.remote(max_retries=0, num_cpus=1)(remote_build)
         self.labels: dict[str, str] = {}
         """A node's id -> how the records name it: its address and the start of its id."""
-        self.snapshot = ray.put(snapshot(home))
         self.refused: list[str] = []
         self.nodes = self._same_code()
         self.turn = itertools.cycle(self.nodes)
-        self.flight: dict = {}
-        """A running task's ref -> (job, the node it was sent to, tries so far)."""
-        self.task_refs: dict[str, object] = {}
         self.lock = threading.Lock()
-        self.closing = threading.Event()
-        self.stopping = False
-        self.waiter = threading.Thread(target=self._wait, daemon=True)
-        self.waiter.start()
 
-    # ------------------------------------------------------------------ the nodes
     def _alive(self) -> list[str]:
         alive = [n for n in self.ray.nodes() if n.get("Alive")]
         for n in alive:
@@ -266,31 +256,72 @@ class RayEngine:
             )
         return good
 
-    def _node_for(self, avoid: str | None = None) -> str | None:
-        alive = set(self._alive())
-        self.nodes = [n for n in self.nodes if n in alive]
-        choices = [n for n in self.nodes if n != avoid] or ([] if avoid is not None else self.nodes)
-        if not choices:
-            return None
-        for node in self.turn:  # the next good node in turn
-            if node in choices:
-                return node
+    def node_for(self, avoid: str | None = None) -> str | None:
+        """The next good node alive in turn (not ``avoid`` when another is left)."""
+        with self.lock:
+            alive = set(self._alive())
+            self.nodes = [n for n in self.nodes if n in alive]
+            choices = [n for n in self.nodes if n != avoid] or (
+                [] if avoid is not None else self.nodes
+            )
+            if not choices:
+                return None
+            for node in self.turn:
+                if node in choices:
+                    return node
         return None
+
+    def on(self, node: str) -> dict:
+        """The options that send a task to ``node`` alone."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=False)}
+
+    def label(self, node: str) -> str:
+        return self.labels.get(node, node[:8])
+
+    def close(self) -> None:
+        if self.ray.is_initialized():
+            self.ray.shutdown()
+        self._drop_temp()
+
+    def _drop_temp(self) -> None:
+        if self.temp is not None:
+            shutil.rmtree(self.temp, ignore_errors=True)
+            self.temp = None
+
+
+class RayEngine:
+    """Builds as Ray tasks (see the module docstring)."""
+
+    def __init__(self, config: EngineConfig, ended: queue.Queue, home: Path):
+        self.ended, self.config, self.keys = ended, config, dict(config.keys)
+        self.session = RaySession(config)
+        self.ray = ray = self.session.ray
+        self.refused = self.session.refused
+        self.remote = ray.remote(max_retries=0, num_cpus=1)(remote_build)
+        self.snapshot = ray.put(snapshot(home))
+        self.flight: dict = {}
+        """A running task's ref -> (job, the node it was sent to, tries so far)."""
+        self.task_refs: dict[str, object] = {}
+        self.lock = threading.Lock()
+        self.closing = threading.Event()
+        self.stopping = False
+        self.waiter = threading.Thread(target=self._wait, daemon=True)
+        self.waiter.start()
 
     # ------------------------------------------------------------------ the builds
     def submit(self, job: BuildJob, tries: int = 0, avoid: str | None = None) -> None:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        node = self._node_for(avoid)
+        node = self.session.node_for(avoid)
         if node is None:
             why = "its worker died and no other node of the cluster is left to retry it on"
             self.ended.put(failed(job, "lost", why))
             return
         if job.task.id not in self.task_refs:
             self.task_refs[job.task.id] = self.ray.put(task_files(job.task.dir))
-        ref = self.remote.options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)
-        ).remote(job, self.snapshot, self.task_refs[job.task.id], self.keys)
+        ref = self.remote.options(**self.session.on(node)).remote(
+            job, self.snapshot, self.task_refs[job.task.id], self.keys
+        )
         with self.lock:
             self.flight[ref] = (job, node, tries)
 
@@ -327,7 +358,7 @@ class RayEngine:
                 outcome = failed(
                     job, "lost", f"its worker died twice ({type(exc).__name__}): not scored"
                 )
-        outcome.run.node = self.labels.get(node, node[:8])
+        outcome.run.node = self.session.label(node)
         self.ended.put(outcome)
 
     def stop(self) -> None:
@@ -346,14 +377,6 @@ class RayEngine:
 
     def close(self) -> None:
         self.closing.set()
-        waiter = getattr(self, "waiter", None)
-        if waiter is not None and waiter is not threading.current_thread():
-            waiter.join(timeout=5)
-        if self.ray.is_initialized():
-            self.ray.shutdown()
-        self._drop_temp()
-
-    def _drop_temp(self) -> None:
-        if self.temp is not None:
-            shutil.rmtree(self.temp, ignore_errors=True)
-            self.temp = None
+        if self.waiter is not threading.current_thread():
+            self.waiter.join(timeout=5)
+        self.session.close()

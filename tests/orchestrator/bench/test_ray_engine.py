@@ -215,3 +215,58 @@ def test_a_node_running_other_code_is_refused_in_one_line(cluster, tmp_path):
         assert len(nodes) == 2  # the head and the first worker, never the odd one
     finally:
         cluster.stop_node("odd")
+
+
+LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"
+
+
+def test_an_improve_cycle_runs_its_trials_on_the_cluster_and_reads_what_they_built(
+    cluster, repo, tmp_path
+):
+    """The survey's trials run on the nodes (each sandboxed and judged there by the same
+    cadillac); the scores are what a local survey measures (0.65: the figure
+    tests/orchestrator/improve/test_cycle_start.py checks on this machine), and the builds'
+    records come back, so the first weakness is found from their events."""
+    cluster.stalls(0)
+    user = tmp_path / "user"
+    user.mkdir()
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "CADILLAC_HOME": str(home),
+        "HOME": str(user),
+        **cluster.client_env(),
+    }
+    argv = [sys.executable, "-m", "orchestrator", "improve", "--repo", str(repo)]
+    argv += [
+        "--matrix",
+        str(LIFT),
+        "--model",
+        "scripted:tests.fakes.improve_policies:sentence_builder",
+    ]
+    argv += ["--improver-model", "scripted:tests.fakes.improve_policies:never_plans"]
+    argv += [
+        "--iterations",
+        "1",
+        "--jobs",
+        "2",
+        "--engine",
+        "ray",
+        "--ray-address",
+        cluster.address,
+    ]
+    done = subprocess.run(argv, env=env, cwd=str(user), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (folder,) = (home / "runs").glob("improve-*")
+    survey = json.loads((folder / "baseline.json").read_text())
+    assert survey["train_score"] == pytest.approx(0.65)
+    nodes = {run["node"] for run in survey["runs"]}
+    assert nodes and all(nodes), survey["runs"]  # every build says where it ran
+    weakness = json.loads((folder / "iter-1" / "weakness.json").read_text())
+    assert weakness["id"]
+    runs = Path(survey["runs_dir"])
+    assert runs.is_relative_to(folder)
+    for run in survey["runs"]:
+        assert (runs / run["run_id"] / "events.jsonl").is_file(), run
+        assert not (runs / run["run_id"] / "workspace").exists()
