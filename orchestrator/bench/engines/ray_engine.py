@@ -40,6 +40,7 @@ from orchestrator.bench.engines.config import EngineConfig
 from orchestrator.bench.engines.records import collect
 from orchestrator.bench.engines.worker import BuildJob, Outcome, failed, run_job
 from orchestrator.errors import CadillacError
+from orchestrator.sandbox.files import read_regular
 from orchestrator.version import source_digest
 
 SNAPSHOT = ("memory.jsonl", "phase_budgets.jsonl", "notes", "skills")
@@ -62,37 +63,49 @@ def ray_module():
     return ray
 
 
+def regular_files(folder: Path) -> dict[str, bytes]:
+    """Every regular file under ``folder``, by relative path: no link is followed (a linked
+    folder is not entered, a linked file not read)."""
+    files: dict[str, bytes] = {}
+    for where, dirs, names in os.walk(folder, followlinks=False):
+        dirs.sort()
+        for name in sorted(names):
+            path = Path(where) / name
+            try:
+                files[path.relative_to(folder).as_posix()] = read_regular(path)
+            except OSError:  # a link, a FIFO, a device, gone meanwhile: not sent
+                continue
+    return files
+
+
 def snapshot(home: Path) -> dict[str, bytes]:
     """The home's memory, budgets, notes and skills, by relative path (regular files)."""
     files: dict[str, bytes] = {}
-    total = 0
     for name in SNAPSHOT:
         path = home / name
-        found = [path] if path.is_file() else sorted(path.rglob("*")) if path.is_dir() else []
-        for item in found:
-            if item.is_symlink() or not item.is_file():
-                continue
-            data = item.read_bytes()
-            total += len(data)
-            if total > MAX_SNAPSHOT_BYTES:
-                raise CadillacError(
-                    f"the home's memory, notes and skills are over {MAX_SNAPSHOT_BYTES >> 20} MB:"
-                    " too much to send with every build (consolidate or prune them)"
-                )
-            files[item.relative_to(home).as_posix()] = data
+        if path.is_dir() and not path.is_symlink():
+            found = {f"{name}/{rel}": data for rel, data in regular_files(path).items()}
+        else:
+            try:
+                found = {name: read_regular(path)}
+            except OSError:  # absent, or not a regular file
+                found = {}
+        files.update(found)
+    if sum(len(data) for data in files.values()) > MAX_SNAPSHOT_BYTES:
+        raise CadillacError(
+            f"the home's memory, notes and skills are over {MAX_SNAPSHOT_BYTES >> 20} MB: too "
+            "much to send with every build (consolidate or prune them)"
+        )
     return files
 
 
 def task_files(folder: Path) -> dict[str, bytes]:
     """The task's folder (task.toml, acceptance/, repo/), by relative path, for the node."""
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
+    return regular_files(folder)
 
 
 def unpack(root: Path, files: dict[str, bytes]) -> None:
+    """Write files the coordinator sent into ``root``, a fresh folder of the node's."""
     for rel, data in files.items():
         target = root / rel
         if ".." in Path(rel).parts or Path(rel).is_absolute():

@@ -86,7 +86,7 @@ def test_builds_run_on_both_nodes_score_as_a_local_run_and_only_the_coordinator_
     remote, local = tmp_path / "remote", tmp_path / "local"
     code, out, err = finish(coordinator(cluster, remote, "--jobs", "3", user_home=user))
     assert code == 0, err[-3000:]
-    code, _, err2 = finish(coordinator(None, local, "--jobs", "1", user_home=user))
+    code, _, err2 = finish(coordinator(None, local, "--jobs", "3", user_home=user))
     assert code == 0, err2[-3000:]
     on_ray, here = results(remote), results(local)
 
