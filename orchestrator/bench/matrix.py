@@ -9,12 +9,13 @@ results tampered with or could not read them. A build that crashes or fails befo
 validate scores 0. The matrix score is the weighted mean of the
 tasks' mean scores; cost, tokens and time are reported beside it, never in it.
 
-Builds run ``jobs`` at a time in threads (a build mostly waits on the model and on
-commands); the next build starts when one ends, so a run holds nothing for the builds to
-come and stops within seconds, and builds that never ran (a cap, a stop) are counted, not
-scored. Their learning is queued (:class:`DeferredLearning`) and applied by this
-coordinating thread alone, after each build, so the memory and budget files have one
-writer whatever ``jobs`` is; with ``learn=False`` it is dropped (improve-cycle trials).
+Builds run ``jobs`` at a time wherever the engine puts them (:mod:`orchestrator.bench.engines`:
+this process for one job, a worker process per build for more, or a Ray cluster); the next
+build starts when one ends, so a run holds nothing for the builds to come and stops within
+seconds, and builds that never ran (a cap, a stop) are counted, not scored. A build's
+learning comes back with its result and is applied by this coordinating thread alone,
+after each build, so the memory and budget files have one writer whatever the engine;
+with ``learn=False`` it is dropped (improve-cycle trials).
 ``runs/matrix-<id>/results.json`` is rewritten after every build, so an interrupted
 matrix still leaves its results so far, and can be resumed: its finished builds are
 kept, the rest are run.
