@@ -13,19 +13,27 @@ of repeats) for its first weakness and the night's starting score. Then each ite
    baseline's code and then there, in the same sandbox, and a test that fails only with
    the patch rejects it (:mod:`orchestrator.improve.suite`; one that fails on both is the
    environment's);
-4. measures the candidate against the baseline, re-measured in the same iteration: round
-   after round, both sides at once, from the same frozen memory and with the same seeds
-   (:mod:`orchestrator.improve.rounds`), through the decision's stages — a cheap screen,
-   the full repeats, an independent confirmation — each of which may drop it
-   (:func:`orchestrator.bench.decision.evaluate`, with alpha = the night's alpha over
-   the iterations); the candidate's code builds, the cycle's own code scores;
+4. measures the candidate against the baseline: round after round, both sides at once,
+   from the same frozen memory and with the same seeds (:mod:`orchestrator.improve.rounds`),
+   through the decision's stages — a cheap screen, the full repeats, an independent
+   confirmation — each of which may drop it (:func:`orchestrator.bench.decision.evaluate`,
+   with alpha = the night's alpha over the iterations); the candidate's code builds, the
+   cycle's own code scores. While no patch is accepted the baseline is the same commit,
+   so its earlier builds (the survey's, every round's) serve later rounds and only the
+   shortfall is built (:mod:`orchestrator.bench.reuse`), never for the weakness's own
+   tasks, whose builds picked it;
 5. on acceptance commits exactly the files the proposal edited (anything else changed in
    the worktree rejects it), writes the lesson and goes on from the new code; on rejection
    removes the branch and remembers it, so no later proposal repeats it;
 6. tells the plugins of the decision (their ``improve_decision`` hook).
 
+The weaknesses are read from every baseline build of the tip (the survey's and every
+round's; after an accept, the accepted candidate's builds).
+
 It stops after ``iterations``, on its time budget, at its spend or token cap (between
-builds, cleanly), after two iterations at or above a 0.95 score, after three
+builds, cleanly), after two iterations whose tip scored at or above 0.95 by its own
+baseline builds (an accepted candidate's scores were kept for being high, so a new tip
+counts once an iteration measured it), after three
 iterations without a usable proposal, when a ``STOP`` file appears in its run folder, or
 on Ctrl-C or SIGTERM (its trials are killed, its worktrees removed, its records say so).
 A cycle that fails (its survey's trial leaves no results, a bug) records ``failed``, the
@@ -46,8 +54,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.bench.decision import evaluate
-from orchestrator.bench.results import MatrixResults
+from orchestrator.bench.decision import evaluate, weighted_mean
+from orchestrator.bench.results import MatrixResults, merge_results
+from orchestrator.bench.reuse import BaselinePool
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
@@ -55,7 +64,7 @@ from orchestrator.improve.git import Worktree, cycle_lock, files_at, git, repo_r
 from orchestrator.improve.lessons import SelfLessons
 from orchestrator.improve.proposals import ProposalError, apply_edits, ask_improver
 from orchestrator.improve.records import ImproveConfig, ImproveSummary, IterationRecord
-from orchestrator.improve.rounds import Books, Rounds
+from orchestrator.improve.rounds import Books, Reuse, Rounds
 from orchestrator.improve.suite import SuiteRun, SuiteVerdict, compare
 from orchestrator.improve.trial import CapReached, MatrixRunner, run_tests
 from orchestrator.improve.weaknesses import Weakness, find_weaknesses
@@ -96,6 +105,16 @@ class ImproveCycle:
         self.books = Books(max_cost_usd=config.max_cost_usd, max_tokens=config.max_tokens)
         self.baseline_tests: dict[str, SuiteRun] = {}
         """The project's tests on each commit an iteration started from."""
+        self.pool = BaselinePool()
+        """The tip's baseline build scores, reused by later iterations while it stays the tip."""
+        self.tip_builds: list[MatrixResults] = []
+        """Every baseline build of the tip so far (the survey's, every round's)."""
+        self.picking: MatrixResults | None = None
+        """What the weaknesses are read from: the tip's builds (after an accept, the
+        accepted candidate's)."""
+        self.tasks: dict[str, str] = {}
+        self.weights: dict[str, float] = {}
+        """The matrix's tasks (id -> split) and weights, as the survey measured them."""
 
     def run(self) -> ImproveSummary:
         lock = cycle_lock(self.repo)
@@ -146,8 +165,17 @@ class ImproveCycle:
     def _loop(self, s: ImproveSummary) -> None:
         cfg = self.config
         self.say(f"improve run {s.id}: survey of {s.base_commit[:10]}")
+        self.pool.start_iteration(s.base_commit)
         with Worktree(self.repo, None, s.base_commit) as tree:
-            survey = Rounds(self.runner, self.folder, tree.path, None, f"{s.id}:0", self.books)
+            survey = Rounds(
+                self.runner,
+                self.folder,
+                tree.path,
+                None,
+                f"{s.id}:0",
+                self.books,
+                Reuse(self.pool, s.base_commit),
+            )
             try:
                 survey("survey", cfg.survey_repeats, True)
             except CapReached as exc:
@@ -155,13 +183,17 @@ class ImproveCycle:
                 return
         reference = survey.pooled("baseline")
         _write(self.folder / "baseline.json", reference)
+        self.tasks = {t.task_id: t.split for t in reference.tasks}
+        self.weights = reference.weights()
+        self.tip_builds = list(survey.parts["baseline"])
+        self.picking = reference
         streak = barren = 0
         for i in range(1, cfg.iterations + 1):
             why = self._should_stop(s)
             if why:
                 s.stopped_because = why
                 return
-            record, reference = self._iterate(i, s, reference)
+            record = self._iterate(i, s)
             s.iterations.append(record)
             self._save(s)
             self._tell(s, record)
@@ -169,7 +201,10 @@ class ImproveCycle:
                 s.stopped_because = record.reason
                 return
             barren = barren + 1 if record.status == "no_proposal" else 0
-            streak = streak + 1 if (reference.train_score or 0.0) >= cfg.good_enough else 0
+            # the tip's own baseline builds only: an accepted candidate's scores were kept
+            # for being high (the winner's curse), so a new tip counts once re-measured
+            tip = record.tip_score
+            streak = streak + 1 if tip is not None and tip >= cfg.good_enough else 0
             if barren >= 3:
                 s.stopped_because = "three iterations in a row without a usable proposal"
                 return
@@ -204,23 +239,30 @@ class ImproveCycle:
             return str(exc)
         return ""
 
-    def _pick(self, results: MatrixResults) -> Weakness | None:
-        for weakness in find_weaknesses(results, self.home.runs_dir, split="train"):
+    def _pick(self) -> Weakness | None:
+        for weakness in find_weaknesses(self.picking, self.home.runs_dir, split="train"):
             if len(self.rejected[weakness.id]) < self.config.max_attempts:
                 return weakness
         return None
 
-    def _iterate(self, i: int, s: ImproveSummary, reference: MatrixResults):
+    def _tip_score(self) -> float | None:
+        """The tip's train score from its own baseline builds (None: none yet)."""
+        return merge_results(self.tip_builds).train_score if self.tip_builds else None
+
+    def _iterate(self, i: int, s: ImproveSummary) -> IterationRecord:
         folder = self.folder / f"iter-{i}"
         folder.mkdir()
         record = IterationRecord(
-            iteration=i, status="no_proposal", baseline_score=reference.train_score
+            iteration=i,
+            status="no_proposal",
+            baseline_score=self._tip_score(),
+            tip_score=self._tip_score(),
         )
-        weakness = self._pick(reference)
+        weakness = self._pick()
         if weakness is None:
             record.reason = "no weakness left to work on"
             _write(folder / "decision.json", record)
-            return record, reference
+            return record
         record.weakness = weakness.id
         _write(folder / "weakness.json", weakness)
         self.say(
@@ -244,11 +286,13 @@ class ImproveCycle:
             self.rejected[weakness.id].append(f"(unusable proposal) {exc}")
             _write(folder / "decision.json", record)
             self.say(f"iter {i}: {record.reason}")
-            return record, reference
+            return record
         finally:
             self.books.improver(self.improver.totals)
         _write(folder / "proposal.json", {"proposal": proposal.model_dump(), "answer": answer})
         branch = f"cadillac/improve-{s.id}-iter{i}"
+        self.pool.start_iteration(s.tip_commit)
+        reuse = Reuse(self.pool, s.tip_commit, self.tasks, frozenset(weakness.tasks))
         with (
             Worktree(self.repo, branch, s.tip_commit) as tree,
             Worktree(self.repo, None, s.tip_commit) as base,
@@ -256,24 +300,26 @@ class ImproveCycle:
             apply_edits(proposal, tree.path)
             edited = sorted({edit.file for edit in proposal.edits})
             _write(folder / "patch.diff", tree.diff(edited))
-            rounds = Rounds(self.runner, folder, base.path, tree.path, f"{s.id}:{i}", self.books)
+            rounds = Rounds(
+                self.runner, folder, base.path, tree.path, f"{s.id}:{i}", self.books, reuse
+            )
             tests = self._tests(base.path, tree.path, s.tip_commit, folder)
             record.tests = tests.note
             if not tests.ok:
                 record.status, record.reason = "rejected", tests.note
             else:
                 try:
-                    self._decide(record, rounds, reference)
+                    self._decide(record, rounds)
                 except CapReached as exc:
                     record.status, record.reason = "stopped", str(exc)
-            record.builds = rounds.builds
+            record.builds, record.reused = rounds.builds, rounds.reused
             stray = tree.changed_besides(edited)
             if stray and record.status == "accepted":  # the worktree was read-only to the trial
                 record.status = "rejected"
                 record.reason = f"the trial changed files outside the proposal: {', '.join(stray)}"
-            pooled_base = rounds.pooled("baseline")
-            if pooled_base is not None:
-                reference = pooled_base  # the baseline as measured this iteration
+            self.tip_builds += rounds.parts.get("baseline", [])
+            if self.tip_builds:  # every baseline build of the tip so far: every round's
+                self.picking = merge_results(self.tip_builds)
             if record.status == "accepted":
                 target = proposal.edits[0].file
                 message = (
@@ -284,7 +330,10 @@ class ImproveCycle:
                 _write(folder / "patch.diff", tree.show(record.commit))
                 record.branch = branch
                 s.tip_commit = record.commit
-                reference = rounds.pooled("candidate") or reference
+                # the new tip's weaknesses are what its builds (the candidate's) showed; its
+                # score is unknown until its own baseline builds measure it
+                self.tip_builds = []
+                self.picking = rounds.pooled("candidate") or self.picking
                 self.lessons.kept(weakness, target, record.train_delta or 0.0, i, proposal.reason)
             elif record.status == "rejected":
                 delta = "untested" if record.train_delta is None else f"{record.train_delta:+.3f}"
@@ -292,9 +341,10 @@ class ImproveCycle:
                     f"{proposal.reason} (delta {delta}: {record.reason})"
                 )
                 self.lessons.rejected(weakness, proposal.reason, delta, record.reason, i)
+        record.tip_score = self._tip_score()
         _write(folder / "decision.json", record)
         self.say(f"iter {i}: {record.status}: {record.reason}")
-        return record, reference
+        return record
 
     def _tests(self, base: Path, tree: Path, commit: str, folder: Path) -> SuiteVerdict:
         """The project's tests on the baseline's code first (once per commit: its log in
@@ -311,19 +361,16 @@ class ImproveCycle:
             self.say(f"{folder.name}: {verdict.note}")
         return verdict
 
-    def _decide(self, record: IterationRecord, rounds: Rounds, reference: MatrixResults) -> None:
-        weights = reference.weights()
-        stages = evaluate(rounds, weights, self.config.decision, self.config.alpha)
+    def _decide(self, record: IterationRecord, rounds: Rounds) -> None:
+        stages = evaluate(rounds, self.weights, self.config.decision, self.config.alpha)
         last = stages[-1]
         record.stages = stages
         record.train_delta, record.p = last.train.lift, last.train.p
         record.holdout_delta = last.holdout.lift if last.holdout else None
         record.status = "accepted" if last.stage == "confirm" and last.go_on else "rejected"
         record.reason = last.reason
-        pooled = rounds.pooled("candidate")
-        record.candidate_score = pooled.train_score if pooled else None
-        base = rounds.pooled("baseline")
-        record.baseline_score = base.train_score if base else record.baseline_score
+        record.candidate_score = weighted_mean(rounds.scores.candidate_train, self.weights)
+        record.baseline_score = weighted_mean(rounds.scores.baseline_train, self.weights)
 
     def _apply(self, s: ImproveSummary) -> None:
         if s.tip_commit == s.base_commit:

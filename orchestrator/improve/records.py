@@ -75,13 +75,23 @@ class IterationRecord(BaseModel):
     holdout_delta: float | None = None
     stages: list[Stage] = Field(default_factory=list)
     builds: dict[str, int] = Field(default_factory=dict)
-    """Builds spent by each stage (both sides)."""
+    """Builds made by each stage (both sides)."""
+    reused: dict[str, int] = Field(default_factory=dict)
+    """Baseline scores each stage took from earlier builds of the same tip instead of
+    building (:mod:`orchestrator.bench.reuse`); not in ``builds``."""
     tests: str = ""
     """What the project's own tests said with the patch, against the baseline's run."""
     branch: str | None = None
     commit: str | None = None
     baseline_score: float | None = None
+    """The baseline's train score as this iteration's rounds measured it (reused scores
+    included), or, without rounds, the tip's."""
     candidate_score: float | None = None
+    tip_score: float | None = None
+    """The train score of the tip once the iteration ended, from the tip's own baseline
+    builds (the survey's and every round's); None right after an accept: the candidate's
+    scores were kept for being high, so the new tip counts once its builds measured it.
+    The "good enough" stop reads this."""
 
 
 class ImproveSummary(BaseModel):

@@ -123,7 +123,7 @@ class HoldoutFails:
         weights = {"tr-digits": 1.0, "tr-clean": 1.0, "ho-secret": 3.0}
         runs, stats = [], []
         for task, (score, failure) in failures.items():
-            if round.split not in ("all", splits[task]):
+            if round.split not in ("all", splits[task]) or task not in (round.tasks or splits):
                 continue
             run_id = f"{label}-{task}"
             events = self.runs_dir / run_id / "events.jsonl"
