@@ -61,7 +61,7 @@ from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
 from orchestrator.improve.git import Worktree, cycle_lock, files_at, git, repo_root, work_tree_clean
-from orchestrator.improve.lessons import SelfLessons
+from orchestrator.improve.lessons import SelfLessons, told
 from orchestrator.improve.proposals import ProposalError, apply_edits, ask_improver
 from orchestrator.improve.records import ImproveConfig, ImproveSummary, IterationRecord
 from orchestrator.improve.rounds import Books, Reuse, Rounds
@@ -337,10 +337,9 @@ class ImproveCycle:
                 self.lessons.kept(weakness, target, record.train_delta or 0.0, i, proposal.reason)
             elif record.status == "rejected":
                 delta = "untested" if record.train_delta is None else f"{record.train_delta:+.3f}"
-                self.rejected[weakness.id].append(
-                    f"{proposal.reason} (delta {delta}: {record.reason})"
-                )
-                self.lessons.rejected(weakness, proposal.reason, delta, record.reason, i)
+                why = told(record)  # of the holdout, only that it vetoed
+                self.rejected[weakness.id].append(f"{proposal.reason} (delta {delta}: {why})")
+                self.lessons.rejected(weakness, proposal.reason, delta, why, i)
         record.tip_score = self._tip_score()
         _write(folder / "decision.json", record)
         self.say(f"iter {i}: {record.status}: {record.reason}")
