@@ -60,8 +60,10 @@ from orchestrator.bench.reuse import BaselinePool
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
+from orchestrator.improve.estimate import Estimate, PerBuild, cannot_finish
 from orchestrator.improve.git import Worktree, cycle_lock, files_at, git, repo_root, work_tree_clean
 from orchestrator.improve.lessons import SelfLessons, told
+from orchestrator.improve.lifetime import ErrorBudget, Lifetime
 from orchestrator.improve.proposals import ProposalError, apply_edits, ask_improver
 from orchestrator.improve.records import ImproveConfig, ImproveSummary, IterationRecord
 from orchestrator.improve.rounds import Books, Reuse, Rounds
@@ -115,6 +117,17 @@ class ImproveCycle:
         self.tasks: dict[str, str] = {}
         self.weights: dict[str, float] = {}
         """The matrix's tasks (id -> split) and weights, as the survey measured them."""
+        self.budget: ErrorBudget | None = None
+        """The repository's lifetime error budget (None: the night's bound alone)."""
+        self.lifetime: Lifetime | None = None
+        """Its running figure, as this cycle leaves it."""
+        self.estimate: Estimate | None = None
+        """What the cycle expects to spend (:func:`orchestrator.improve.setup.make_cycle`
+        gives it), said first, and again once the survey measured a build."""
+        self.built: list[MatrixResults] = []
+        """Every round's builds (both sides): what a build costs, measured."""
+        self.asked = 0
+        """Proposals asked of the improver."""
 
     def run(self) -> ImproveSummary:
         lock = cycle_lock(self.repo)
@@ -124,6 +137,7 @@ class ImproveCycle:
             lock.release()
 
     def _run(self) -> ImproveSummary:
+        self._grant()  # a ledger that cannot be read stops it here, before anything is made
         cfg = self.config
         base = git(self.repo, "rev-parse", "HEAD")
         s = ImproveSummary(
@@ -133,6 +147,7 @@ class ImproveCycle:
             tip_commit=base,
             started=time.time(),
             alpha=cfg.alpha,
+            lifetime=self.lifetime,
         )
         self.summary = s
         self.folder = self.folder_override or self.home.runs_dir / f"improve-{s.id}"
@@ -164,6 +179,10 @@ class ImproveCycle:
 
     def _loop(self, s: ImproveSummary) -> None:
         cfg = self.config
+        for line in self.estimate.lines() if self.estimate is not None else []:
+            self.say(line)
+        if self.lifetime is not None:
+            self.say(f"{self.lifetime.sentence()}; each iteration's alpha now {cfg.alpha:.4g}")
         self.say(f"improve run {s.id}: survey of {s.base_commit[:10]}")
         self.pool.start_iteration(s.base_commit)
         with Worktree(self.repo, None, s.base_commit) as tree:
@@ -183,6 +202,12 @@ class ImproveCycle:
                 return
         reference = survey.pooled("baseline")
         _write(self.folder / "baseline.json", reference)
+        self.built += survey.parts["baseline"]
+        if self.estimate is not None:  # what a build costs, now measured
+            free = self.estimate.per_build.free
+            self.estimate.per_build = PerBuild.of(self.built, "the survey", free=free)
+            self.say(self.estimate.money())
+            self.say(self.estimate.timing())
         self.tasks = {t.task_id: t.split for t in reference.tasks}
         self.weights = reference.weights()
         self.tip_builds = list(survey.parts["baseline"])
@@ -213,6 +238,37 @@ class ImproveCycle:
                 return
         s.stopped_because = f"{cfg.iterations} iteration(s) done"
 
+    def _grant(self) -> None:
+        """The alpha the repository's lifetime budget grants each iteration of this cycle
+        (:mod:`orchestrator.improve.lifetime`); CadillacError when it leaves none."""
+        cfg = self.config
+        if cfg.lifetime_alpha is None:
+            return
+        self.budget = ErrorBudget(self.home, self.repo, cfg.lifetime_alpha)
+        grant = self.budget.standing().grant(cfg.lifetime_alpha, cfg.iterations, cfg.night_share)
+        if grant <= 0:
+            raise CadillacError(
+                f"the lifetime error budget of {self.repo} ({cfg.lifetime_alpha:g}, in "
+                f"{self.budget.path}) is spent: no patch could be kept; give a larger "
+                "--lifetime-alpha (a weaker bound over the repository's life)"
+            )
+        self.config = cfg.model_copy(update={"granted_alpha": grant})
+        self.lifetime = self.budget.figure(grant)
+
+    def _book(self, kind: str, s: ImproveSummary, i: int) -> None:
+        """A measured iteration (its alpha, before its first round) or a kept patch, in the
+        ledger and in the summary's figure."""
+        if self.budget is None or self.lifetime is None:
+            return
+        alpha = self.config.alpha if kind == "test" else 0.0
+        self.budget.book(kind, s.id, i, alpha)
+        if kind == "test":
+            self.lifetime.tests += 1
+            self.lifetime.spent += alpha
+        else:
+            self.lifetime.kept += 1
+        s.lifetime = self.lifetime
+
     def _tell(self, s: ImproveSummary, record: IterationRecord) -> None:
         """The plugins' ``improve_decision``: the record, with the run's id, repo and folder."""
         decision = record.model_dump(mode="json")
@@ -237,7 +293,18 @@ class ImproveCycle:
             self.books.left()
         except CapReached as exc:
             return str(exc)
-        return ""
+        return self._cannot_finish()
+
+    def _cannot_finish(self) -> str:
+        """Why the spend caps cannot finish another iteration at its most ("" when they
+        can): :func:`orchestrator.improve.estimate.cannot_finish`."""
+        cfg, books = self.config, self.books
+        asked = max(1, self.asked)
+        caps = {
+            "cost": (cfg.max_cost_usd, books.cost_usd or 0.0, (books.improver_cost or 0.0) / asked),
+            "tokens": (cfg.max_tokens, books.tokens, books.improver_tokens / asked),
+        }
+        return cannot_finish(cfg.decision, self.tasks, self.built, caps)
 
     def _pick(self) -> Weakness | None:
         for weakness in find_weaknesses(self.picking, self.home.runs_dir, split="train"):
@@ -268,6 +335,7 @@ class ImproveCycle:
         self.say(
             f"iter {i}: weakness {weakness.id} ({weakness.signature}, cost {weakness.cost:.3f})"
         )
+        self.asked += 1
         try:
             proposal, answer = ask_improver(
                 self.improver,
@@ -308,6 +376,7 @@ class ImproveCycle:
             if not tests.ok:
                 record.status, record.reason = "rejected", tests.note
             else:
+                self._book("test", s, i)  # spent from here on, whatever comes of it
                 try:
                     self._decide(record, rounds)
                 except CapReached as exc:
@@ -318,6 +387,7 @@ class ImproveCycle:
                 record.status = "rejected"
                 record.reason = f"the trial changed files outside the proposal: {', '.join(stray)}"
             self.tip_builds += rounds.parts.get("baseline", [])
+            self.built += [res for side in rounds.parts.values() for res in side]
             if self.tip_builds:  # every baseline build of the tip so far: every round's
                 self.picking = merge_results(self.tip_builds)
             if record.status == "accepted":
@@ -335,6 +405,7 @@ class ImproveCycle:
                 self.tip_builds = []
                 self.picking = rounds.pooled("candidate") or self.picking
                 self.lessons.kept(weakness, target, record.train_delta or 0.0, i, proposal.reason)
+                self._book("kept", s, i)
             elif record.status == "rejected":
                 delta = "untested" if record.train_delta is None else f"{record.train_delta:+.3f}"
                 why = told(record)  # of the holdout, only that it vetoed

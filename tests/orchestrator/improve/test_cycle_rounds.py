@@ -63,8 +63,11 @@ class ByCode:
         events: dict | None = None,
         holdout: tuple[str, ...] = ("h1",),
         dropped: float = 0.5,
+        cost: float | None = None,
     ):
         self.low, self.high, self.holdout, self.dropped = low, high, holdout, dropped
+        self.cost = cost
+        """What each build costs (USD), as a priced model's builds record it."""
         self.asked: list[tuple[str, str, list[str] | None, int]] = []
         self.events = events or {}
         """label -> (task, tool error) repeated in that round's build of the task."""
@@ -104,6 +107,9 @@ class ByCode:
                         score=score,
                         verdict="scored",
                         failure="" if score == 1.0 else f"test_{task}: assert False",
+                        cost_usd=self.cost,
+                        tokens=1000,
+                        seconds=30.0,
                     )
                 )
             stats.append(
@@ -115,6 +121,8 @@ class ByCode:
         return MatrixResults(
             id=label, matrix="by-code", model="by-code", repeats=round.repeats,
             split=round.split, started=0, runs=runs, tasks=stats, runs_dir=str(runs_dir),
+            cost_usd=None if self.cost is None else self.cost * len(runs),
+            tokens=1000 * len(runs),
         )  # fmt: skip
 
 
@@ -123,6 +131,7 @@ def run_cycle(home, repo, runner, script, **cfg) -> tuple:
     cfg.setdefault("decision", DecisionConfig(full_repeats=2, confirm_repeats=1))
     cfg.setdefault("survey_repeats", 1)
     cfg.setdefault("max_attempts", 100)
+    cfg.setdefault("lifetime_alpha", 0.1)  # as improve and nightly keep it
     config = ImproveConfig(test_command=QUICK, **cfg)
     summary = ImproveCycle(Home(home), repo, runner, client, config).run()
     return summary, Path(home) / "runs" / f"improve-{summary.id}"
