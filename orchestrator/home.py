@@ -61,6 +61,12 @@ class Home:
         return self.root / "self_memory.jsonl"
 
     @property
+    def error_budget_path(self) -> Path:
+        """The improve cycle's false-accept budget over each repository's life (a ledger,
+        appended to, never rewritten: :mod:`orchestrator.improve.lifetime`)."""
+        return self.root / "error_budget.jsonl"
+
+    @property
     def runs_dir(self) -> Path:
         return self.root / "runs"
 

@@ -97,6 +97,10 @@ class MatrixResults(BaseModel):
     learning_applied: dict[str, int] = Field(default_factory=dict)
     runs_dir: str | None = None
     """Where the builds' run folders are, when not the home's runs/ (an improve trial's)."""
+    runs_dirs: list[str] = Field(default_factory=list)
+    """Results merged from rounds made in several places (each improve trial has its own
+    runs/): every such folder, the first one's first (:func:`merge_results`); empty for
+    one run's results, whose builds are all in ``runs_dir``."""
     stopped_because: str = ""
     """Why builds were left unstarted (a spend cap), when some were."""
     not_started: int = 0
@@ -181,9 +185,12 @@ def summarise(results: MatrixResults, tasks: Sequence[TaskShape]) -> None:
 
 
 def merge_results(parts: list[MatrixResults]) -> MatrixResults:
-    """Rounds of one code on one matrix as one result: each task's repeats numbered on."""
+    """Rounds of one code on one matrix as one result: each task's repeats numbered on, and
+    every round's runs folder kept in ``runs_dirs`` (a build's folder is in one of them)."""
     first = parts[0]
     merged = first.model_copy(deep=True, update={"runs": [], "tasks": []})
+    folders = [f for p in parts for f in (p.runs_dirs or [p.runs_dir]) if f]
+    merged.runs_dirs = list(dict.fromkeys(folders))
     merged.repeats = sum(p.repeats for p in parts)
     merged.ended = max((p.ended or p.started) for p in parts)
     offset: dict[str, int] = {}

@@ -53,6 +53,33 @@ def time_budget_option(p: argparse.ArgumentParser, **options) -> None:
     p._negative_number_matcher = re.compile(r"^-\.?\d")
 
 
+def lifetime_alpha(text: str) -> float | None:
+    """The argparse type of ``--lifetime-alpha``: a number between 0 and 1, or ``off``."""
+    if text.strip().lower() == "off":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:  # NaN too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number between 0 and 1, or off")
+    return value
+
+
+def lifetime_option(p: argparse.ArgumentParser) -> None:
+    """``--lifetime-alpha A|off``, the same for improve and nightly (not given: the
+    default of :mod:`orchestrator.improve.lifetime`, which help must not import)."""
+    p.add_argument(
+        "--lifetime-alpha",
+        type=lifetime_alpha,
+        default=argparse.SUPPRESS,
+        metavar="A",
+        help="the chance that any patch kept over the repository's life is noise, at most "
+        "(default 0.1; every measured iteration spends from it); off: each night's bound "
+        "alone",
+    )
+
+
 def add_parsers(commands) -> None:
     p = command(
         commands,
@@ -71,7 +98,13 @@ def add_parsers(commands) -> None:
         "--threshold", type=unit, help="least train lift worth keeping a patch for (default 0.01)"
     )
     time_budget_option(p)
+    lifetime_option(p)
     p.add_argument("--status", action="store_true", help="show the latest improve run")
+    p.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the builds, cost and time a cycle would take, and run nothing",
+    )
     p.add_argument(
         "--json", action="store_true", help="print only the summary (with --status too), as JSON"
     )
@@ -138,11 +171,14 @@ def show_improve(folder: Path, as_json: bool = False) -> None:
         + (f"; {s.apply_note}" if s.apply_note else "")
     )
     console.print(f"{s.builds} builds, {s.tokens:,} tokens, cost {cost}{alpha}")
+    if s.lifetime is not None:
+        console.print(s.lifetime.sentence())
     console.print(f"records: {folder}")
 
 
 def cycle_request(args: argparse.Namespace, max_seconds: float | None = None):
     """The CycleRequest of an improve or nightly command line."""
+    from orchestrator.improve.lifetime import DEFAULT_BUDGET
     from orchestrator.improve.setup import CycleRequest
     from orchestrator.llm.client import LLMConfig
 
@@ -166,6 +202,7 @@ def cycle_request(args: argparse.Namespace, max_seconds: float | None = None):
         "max_seconds": max_seconds,
         "max_cost_usd": args.max_cost,
         "max_tokens": args.max_tokens,
+        "lifetime_alpha": getattr(args, "lifetime_alpha", DEFAULT_BUDGET),
         "unsafe_no_sandbox": args.unsafe_no_sandbox,
         "verbose": output.verbose(),
     }
@@ -186,14 +223,33 @@ def warn_about_caps(request) -> None:
         output.warn(warning)
 
 
+def show_estimate(home: Home, request, as_json: bool = False) -> None:
+    """What a cycle of ``request`` would build, cost and take (reads the matrix and the
+    home's earlier runs; makes nothing)."""
+    from orchestrator.bench.tasks import load_matrix
+    from orchestrator.improve.setup import estimate_of
+
+    estimate = estimate_of(home, request, load_matrix(request.matrix))
+    if as_json:
+        output.print_json(estimate.as_json())
+        return
+    for line in estimate.lines():
+        print(line.removeprefix("estimate: "))
+
+
 def improve(args: argparse.Namespace) -> int:
     """Run a cycle, or show the latest (``--status``, which only reads: a missing home is an
     error, never made). A cycle that cannot run fails before the home or a folder is made."""
     from orchestrator.improve.cycle import latest_improve_run
 
     home = Home.resolve(getattr(args, "home", None))
+    if args.status and args.estimate:
+        raise CadillacError("--status shows the latest run and --estimate a run to come: give one")
     if args.status:
         show_improve(latest_improve_run(home.check()), as_json=args.json)
+        return 0
+    if args.estimate:
+        show_estimate(home, cycle_request(args, args.time_budget), as_json=args.json)
         return 0
     from orchestrator.improve.setup import make_cycle
 

@@ -21,7 +21,12 @@ from orchestrator.cli.args import (
     spend_options,
     verbosity_options,
 )
-from orchestrator.cli.improve import cycle_request, time_budget_option, warn_about_caps
+from orchestrator.cli.improve import (
+    cycle_request,
+    lifetime_option,
+    time_budget_option,
+    warn_about_caps,
+)
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 
@@ -55,6 +60,7 @@ def add_parsers(commands) -> None:
         run=nightly,
     )
     time_budget_option(p, default="6h")
+    lifetime_option(p)
 
     p = command(commands, "report", "rebuild the nightly reports", run=report)
     p.add_argument("--open", action="store_true", help="open runs/index.html in a browser")

@@ -13,19 +13,27 @@ of repeats) for its first weakness and the night's starting score. Then each ite
    baseline's code and then there, in the same sandbox, and a test that fails only with
    the patch rejects it (:mod:`orchestrator.improve.suite`; one that fails on both is the
    environment's);
-4. measures the candidate against the baseline, re-measured in the same iteration: round
-   after round, both sides at once, from the same frozen memory and with the same seeds
-   (:mod:`orchestrator.improve.rounds`), through the decision's stages — a cheap screen,
-   the full repeats, an independent confirmation — each of which may drop it
-   (:func:`orchestrator.bench.decision.evaluate`, with alpha = the night's alpha over
-   the iterations); the candidate's code builds, the cycle's own code scores;
+4. measures the candidate against the baseline: round after round, both sides at once,
+   from the same frozen memory and with the same seeds (:mod:`orchestrator.improve.rounds`),
+   through the decision's stages — a cheap screen, the full repeats, an independent
+   confirmation — each of which may drop it (:func:`orchestrator.bench.decision.evaluate`,
+   with alpha = the night's alpha over the iterations); the candidate's code builds, the
+   cycle's own code scores. While no patch is accepted the baseline is the same commit,
+   so its earlier builds (the survey's, every round's) serve later rounds and only the
+   shortfall is built (:mod:`orchestrator.bench.reuse`), never for the weakness's own
+   tasks, whose builds picked it;
 5. on acceptance commits exactly the files the proposal edited (anything else changed in
    the worktree rejects it), writes the lesson and goes on from the new code; on rejection
    removes the branch and remembers it, so no later proposal repeats it;
 6. tells the plugins of the decision (their ``improve_decision`` hook).
 
+The weaknesses are read from every baseline build of the tip (the survey's and every
+round's; after an accept, the accepted candidate's builds).
+
 It stops after ``iterations``, on its time budget, at its spend or token cap (between
-builds, cleanly), after two iterations at or above a 0.95 score, after three
+builds, cleanly), after two iterations whose tip scored at or above 0.95 by its own
+baseline builds (an accepted candidate's scores were kept for being high, so a new tip
+counts once an iteration measured it), after three
 iterations without a usable proposal, when a ``STOP`` file appears in its run folder, or
 on Ctrl-C or SIGTERM (its trials are killed, its worktrees removed, its records say so).
 A cycle that fails (its survey's trial leaves no results, a bug) records ``failed``, the
@@ -46,16 +54,19 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.bench.decision import evaluate
-from orchestrator.bench.results import MatrixResults
+from orchestrator.bench.decision import evaluate, weighted_mean
+from orchestrator.bench.results import MatrixResults, merge_results
+from orchestrator.bench.reuse import BaselinePool
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
+from orchestrator.improve.estimate import Estimate, PerBuild, cannot_finish
 from orchestrator.improve.git import Worktree, cycle_lock, files_at, git, repo_root, work_tree_clean
-from orchestrator.improve.lessons import SelfLessons
+from orchestrator.improve.lessons import SelfLessons, told
+from orchestrator.improve.lifetime import ErrorBudget, Lifetime
 from orchestrator.improve.proposals import ProposalError, apply_edits, ask_improver
 from orchestrator.improve.records import ImproveConfig, ImproveSummary, IterationRecord
-from orchestrator.improve.rounds import Books, Rounds
+from orchestrator.improve.rounds import Books, Reuse, Rounds
 from orchestrator.improve.suite import SuiteRun, SuiteVerdict, compare
 from orchestrator.improve.trial import CapReached, MatrixRunner, run_tests
 from orchestrator.improve.weaknesses import Weakness, find_weaknesses
@@ -96,6 +107,27 @@ class ImproveCycle:
         self.books = Books(max_cost_usd=config.max_cost_usd, max_tokens=config.max_tokens)
         self.baseline_tests: dict[str, SuiteRun] = {}
         """The project's tests on each commit an iteration started from."""
+        self.pool = BaselinePool()
+        """The tip's baseline build scores, reused by later iterations while it stays the tip."""
+        self.tip_builds: list[MatrixResults] = []
+        """Every baseline build of the tip so far (the survey's, every round's)."""
+        self.picking: MatrixResults | None = None
+        """What the weaknesses are read from: the tip's builds (after an accept, the
+        accepted candidate's)."""
+        self.tasks: dict[str, str] = {}
+        self.weights: dict[str, float] = {}
+        """The matrix's tasks (id -> split) and weights, as the survey measured them."""
+        self.budget: ErrorBudget | None = None
+        """The repository's lifetime error budget (None: the night's bound alone)."""
+        self.lifetime: Lifetime | None = None
+        """Its running figure, as this cycle leaves it."""
+        self.estimate: Estimate | None = None
+        """What the cycle expects to spend (:func:`orchestrator.improve.setup.make_cycle`
+        gives it), said first, and again once the survey measured a build."""
+        self.built: list[MatrixResults] = []
+        """Every round's builds (both sides): what a build costs, measured."""
+        self.asked = 0
+        """Proposals asked of the improver."""
 
     def run(self) -> ImproveSummary:
         lock = cycle_lock(self.repo)
@@ -105,6 +137,7 @@ class ImproveCycle:
             lock.release()
 
     def _run(self) -> ImproveSummary:
+        self._grant()  # a ledger that cannot be read stops it here, before anything is made
         cfg = self.config
         base = git(self.repo, "rev-parse", "HEAD")
         s = ImproveSummary(
@@ -114,6 +147,7 @@ class ImproveCycle:
             tip_commit=base,
             started=time.time(),
             alpha=cfg.alpha,
+            lifetime=self.lifetime,
         )
         self.summary = s
         self.folder = self.folder_override or self.home.runs_dir / f"improve-{s.id}"
@@ -145,9 +179,22 @@ class ImproveCycle:
 
     def _loop(self, s: ImproveSummary) -> None:
         cfg = self.config
+        for line in self.estimate.lines() if self.estimate is not None else []:
+            self.say(line)
+        if self.lifetime is not None:
+            self.say(f"{self.lifetime.sentence()}; each iteration's alpha now {cfg.alpha:.4g}")
         self.say(f"improve run {s.id}: survey of {s.base_commit[:10]}")
+        self.pool.start_iteration(s.base_commit)
         with Worktree(self.repo, None, s.base_commit) as tree:
-            survey = Rounds(self.runner, self.folder, tree.path, None, f"{s.id}:0", self.books)
+            survey = Rounds(
+                self.runner,
+                self.folder,
+                tree.path,
+                None,
+                f"{s.id}:0",
+                self.books,
+                Reuse(self.pool, s.base_commit),
+            )
             try:
                 survey("survey", cfg.survey_repeats, True)
             except CapReached as exc:
@@ -155,13 +202,23 @@ class ImproveCycle:
                 return
         reference = survey.pooled("baseline")
         _write(self.folder / "baseline.json", reference)
+        self.built += survey.parts["baseline"]
+        if self.estimate is not None:  # what a build costs, now measured
+            free = self.estimate.per_build.free
+            self.estimate.per_build = PerBuild.of(self.built, "the survey", free=free)
+            self.say(self.estimate.money())
+            self.say(self.estimate.timing())
+        self.tasks = {t.task_id: t.split for t in reference.tasks}
+        self.weights = reference.weights()
+        self.tip_builds = list(survey.parts["baseline"])
+        self.picking = reference
         streak = barren = 0
         for i in range(1, cfg.iterations + 1):
             why = self._should_stop(s)
             if why:
                 s.stopped_because = why
                 return
-            record, reference = self._iterate(i, s, reference)
+            record = self._iterate(i, s)
             s.iterations.append(record)
             self._save(s)
             self._tell(s, record)
@@ -169,7 +226,10 @@ class ImproveCycle:
                 s.stopped_because = record.reason
                 return
             barren = barren + 1 if record.status == "no_proposal" else 0
-            streak = streak + 1 if (reference.train_score or 0.0) >= cfg.good_enough else 0
+            # the tip's own baseline builds only: an accepted candidate's scores were kept
+            # for being high (the winner's curse), so a new tip counts once re-measured
+            tip = record.tip_score
+            streak = streak + 1 if tip is not None and tip >= cfg.good_enough else 0
             if barren >= 3:
                 s.stopped_because = "three iterations in a row without a usable proposal"
                 return
@@ -177,6 +237,37 @@ class ImproveCycle:
                 s.stopped_because = f"train score at or above {cfg.good_enough} for two iterations"
                 return
         s.stopped_because = f"{cfg.iterations} iteration(s) done"
+
+    def _grant(self) -> None:
+        """The alpha the repository's lifetime budget grants each iteration of this cycle
+        (:mod:`orchestrator.improve.lifetime`); CadillacError when it leaves none."""
+        cfg = self.config
+        if cfg.lifetime_alpha is None:
+            return
+        self.budget = ErrorBudget(self.home, self.repo, cfg.lifetime_alpha)
+        grant = self.budget.standing().grant(cfg.lifetime_alpha, cfg.iterations, cfg.night_share)
+        if grant <= 0:
+            raise CadillacError(
+                f"the lifetime error budget of {self.repo} ({cfg.lifetime_alpha:g}, in "
+                f"{self.budget.path}) is spent: no patch could be kept; give a larger "
+                "--lifetime-alpha (a weaker bound over the repository's life)"
+            )
+        self.config = cfg.model_copy(update={"granted_alpha": grant})
+        self.lifetime = self.budget.figure(grant)
+
+    def _book(self, kind: str, s: ImproveSummary, i: int) -> None:
+        """A measured iteration (its alpha, before its first round) or a kept patch, in the
+        ledger and in the summary's figure."""
+        if self.budget is None or self.lifetime is None:
+            return
+        alpha = self.config.alpha if kind == "test" else 0.0
+        self.budget.book(kind, s.id, i, alpha)
+        if kind == "test":
+            self.lifetime.tests += 1
+            self.lifetime.spent += alpha
+        else:
+            self.lifetime.kept += 1
+        s.lifetime = self.lifetime
 
     def _tell(self, s: ImproveSummary, record: IterationRecord) -> None:
         """The plugins' ``improve_decision``: the record, with the run's id, repo and folder."""
@@ -202,30 +293,49 @@ class ImproveCycle:
             self.books.left()
         except CapReached as exc:
             return str(exc)
-        return ""
+        return self._cannot_finish()
 
-    def _pick(self, results: MatrixResults) -> Weakness | None:
-        for weakness in find_weaknesses(results, self.home.runs_dir, split="train"):
+    def _cannot_finish(self) -> str:
+        """Why the spend caps cannot finish another iteration at its most ("" when they
+        can): :func:`orchestrator.improve.estimate.cannot_finish`."""
+        cfg, books = self.config, self.books
+        asked = max(1, self.asked)
+        caps = {
+            "cost": (cfg.max_cost_usd, books.cost_usd or 0.0, (books.improver_cost or 0.0) / asked),
+            "tokens": (cfg.max_tokens, books.tokens, books.improver_tokens / asked),
+        }
+        return cannot_finish(cfg.decision, self.tasks, self.built, caps)
+
+    def _pick(self) -> Weakness | None:
+        for weakness in find_weaknesses(self.picking, self.home.runs_dir, split="train"):
             if len(self.rejected[weakness.id]) < self.config.max_attempts:
                 return weakness
         return None
 
-    def _iterate(self, i: int, s: ImproveSummary, reference: MatrixResults):
+    def _tip_score(self) -> float | None:
+        """The tip's train score from its own baseline builds (None: none yet)."""
+        return merge_results(self.tip_builds).train_score if self.tip_builds else None
+
+    def _iterate(self, i: int, s: ImproveSummary) -> IterationRecord:
         folder = self.folder / f"iter-{i}"
         folder.mkdir()
         record = IterationRecord(
-            iteration=i, status="no_proposal", baseline_score=reference.train_score
+            iteration=i,
+            status="no_proposal",
+            baseline_score=self._tip_score(),
+            tip_score=self._tip_score(),
         )
-        weakness = self._pick(reference)
+        weakness = self._pick()
         if weakness is None:
             record.reason = "no weakness left to work on"
             _write(folder / "decision.json", record)
-            return record, reference
+            return record
         record.weakness = weakness.id
         _write(folder / "weakness.json", weakness)
         self.say(
             f"iter {i}: weakness {weakness.id} ({weakness.signature}, cost {weakness.cost:.3f})"
         )
+        self.asked += 1
         try:
             proposal, answer = ask_improver(
                 self.improver,
@@ -244,11 +354,13 @@ class ImproveCycle:
             self.rejected[weakness.id].append(f"(unusable proposal) {exc}")
             _write(folder / "decision.json", record)
             self.say(f"iter {i}: {record.reason}")
-            return record, reference
+            return record
         finally:
             self.books.improver(self.improver.totals)
         _write(folder / "proposal.json", {"proposal": proposal.model_dump(), "answer": answer})
         branch = f"cadillac/improve-{s.id}-iter{i}"
+        self.pool.start_iteration(s.tip_commit)
+        reuse = Reuse(self.pool, s.tip_commit, self.tasks, frozenset(weakness.tasks))
         with (
             Worktree(self.repo, branch, s.tip_commit) as tree,
             Worktree(self.repo, None, s.tip_commit) as base,
@@ -256,24 +368,28 @@ class ImproveCycle:
             apply_edits(proposal, tree.path)
             edited = sorted({edit.file for edit in proposal.edits})
             _write(folder / "patch.diff", tree.diff(edited))
-            rounds = Rounds(self.runner, folder, base.path, tree.path, f"{s.id}:{i}", self.books)
+            rounds = Rounds(
+                self.runner, folder, base.path, tree.path, f"{s.id}:{i}", self.books, reuse
+            )
             tests = self._tests(base.path, tree.path, s.tip_commit, folder)
             record.tests = tests.note
             if not tests.ok:
                 record.status, record.reason = "rejected", tests.note
             else:
+                self._book("test", s, i)  # spent from here on, whatever comes of it
                 try:
-                    self._decide(record, rounds, reference)
+                    self._decide(record, rounds)
                 except CapReached as exc:
                     record.status, record.reason = "stopped", str(exc)
-            record.builds = rounds.builds
+            record.builds, record.reused = rounds.builds, rounds.reused
             stray = tree.changed_besides(edited)
             if stray and record.status == "accepted":  # the worktree was read-only to the trial
                 record.status = "rejected"
                 record.reason = f"the trial changed files outside the proposal: {', '.join(stray)}"
-            pooled_base = rounds.pooled("baseline")
-            if pooled_base is not None:
-                reference = pooled_base  # the baseline as measured this iteration
+            self.tip_builds += rounds.parts.get("baseline", [])
+            self.built += [res for side in rounds.parts.values() for res in side]
+            if self.tip_builds:  # every baseline build of the tip so far: every round's
+                self.picking = merge_results(self.tip_builds)
             if record.status == "accepted":
                 target = proposal.edits[0].file
                 message = (
@@ -284,17 +400,21 @@ class ImproveCycle:
                 _write(folder / "patch.diff", tree.show(record.commit))
                 record.branch = branch
                 s.tip_commit = record.commit
-                reference = rounds.pooled("candidate") or reference
+                # the new tip's weaknesses are what its builds (the candidate's) showed; its
+                # score is unknown until its own baseline builds measure it
+                self.tip_builds = []
+                self.picking = rounds.pooled("candidate") or self.picking
                 self.lessons.kept(weakness, target, record.train_delta or 0.0, i, proposal.reason)
+                self._book("kept", s, i)
             elif record.status == "rejected":
                 delta = "untested" if record.train_delta is None else f"{record.train_delta:+.3f}"
-                self.rejected[weakness.id].append(
-                    f"{proposal.reason} (delta {delta}: {record.reason})"
-                )
-                self.lessons.rejected(weakness, proposal.reason, delta, record.reason, i)
+                why = told(record)  # of the holdout, only that it vetoed
+                self.rejected[weakness.id].append(f"{proposal.reason} (delta {delta}: {why})")
+                self.lessons.rejected(weakness, proposal.reason, delta, why, i)
+        record.tip_score = self._tip_score()
         _write(folder / "decision.json", record)
         self.say(f"iter {i}: {record.status}: {record.reason}")
-        return record, reference
+        return record
 
     def _tests(self, base: Path, tree: Path, commit: str, folder: Path) -> SuiteVerdict:
         """The project's tests on the baseline's code first (once per commit: its log in
@@ -311,19 +431,16 @@ class ImproveCycle:
             self.say(f"{folder.name}: {verdict.note}")
         return verdict
 
-    def _decide(self, record: IterationRecord, rounds: Rounds, reference: MatrixResults) -> None:
-        weights = reference.weights()
-        stages = evaluate(rounds, weights, self.config.decision, self.config.alpha)
+    def _decide(self, record: IterationRecord, rounds: Rounds) -> None:
+        stages = evaluate(rounds, self.weights, self.config.decision, self.config.alpha)
         last = stages[-1]
         record.stages = stages
         record.train_delta, record.p = last.train.lift, last.train.p
         record.holdout_delta = last.holdout.lift if last.holdout else None
         record.status = "accepted" if last.stage == "confirm" and last.go_on else "rejected"
         record.reason = last.reason
-        pooled = rounds.pooled("candidate")
-        record.candidate_score = pooled.train_score if pooled else None
-        base = rounds.pooled("baseline")
-        record.baseline_score = base.train_score if base else record.baseline_score
+        record.candidate_score = weighted_mean(rounds.scores.candidate_train, self.weights)
+        record.baseline_score = weighted_mean(rounds.scores.baseline_train, self.weights)
 
     def _apply(self, s: ImproveSummary) -> None:
         if s.tip_commit == s.base_commit:

@@ -12,6 +12,7 @@ import sys
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.bench.decision import DecisionConfig, Stage
+from orchestrator.improve.lifetime import Lifetime
 from orchestrator.improve.proposals import DEFAULT_ALLOW
 from orchestrator.sandbox.executor import ExecConfig
 
@@ -54,11 +55,26 @@ class ImproveConfig(BaseModel):
     max_attempts: int = Field(default=3, ge=1)
     """Rejected patches after which a weakness is left alone."""
     good_enough: float = 0.95
+    lifetime_alpha: float | None = Field(default=None, gt=0, lt=1)
+    """The chance that any patch kept over the repository's life is noise, at most: every
+    measured iteration spends from it (:mod:`orchestrator.improve.lifetime`). None: the
+    night's bound alone. ``improve`` and ``nightly`` keep one by default
+    (:data:`~orchestrator.improve.lifetime.DEFAULT_BUDGET`); a cycle made in code, none."""
+    granted_alpha: float | None = Field(default=None, ge=0, le=1)
+    """What the lifetime budget granted each iteration of this cycle (set when it starts;
+    None: no lifetime budget)."""
+
+    @property
+    def night_share(self) -> float:
+        """Each iteration's share of the night's false-accept budget (Bonferroni)."""
+        return self.decision.night_alpha / self.iterations
 
     @property
     def alpha(self) -> float:
-        """Each iteration's share of the night's false-accept budget (Bonferroni)."""
-        return self.decision.night_alpha / self.iterations
+        """The alpha of each iteration's decision: its share of the night's budget, or less
+        when the lifetime budget granted less."""
+        night = self.night_share
+        return night if self.granted_alpha is None else min(night, self.granted_alpha)
 
 
 class IterationRecord(BaseModel):
@@ -75,13 +91,23 @@ class IterationRecord(BaseModel):
     holdout_delta: float | None = None
     stages: list[Stage] = Field(default_factory=list)
     builds: dict[str, int] = Field(default_factory=dict)
-    """Builds spent by each stage (both sides)."""
+    """Builds made by each stage (both sides)."""
+    reused: dict[str, int] = Field(default_factory=dict)
+    """Baseline scores each stage took from earlier builds of the same tip instead of
+    building (:mod:`orchestrator.bench.reuse`); not in ``builds``."""
     tests: str = ""
     """What the project's own tests said with the patch, against the baseline's run."""
     branch: str | None = None
     commit: str | None = None
     baseline_score: float | None = None
+    """The baseline's train score as this iteration's rounds measured it (reused scores
+    included), or, without rounds, the tip's."""
     candidate_score: float | None = None
+    tip_score: float | None = None
+    """The train score of the tip once the iteration ended, from the tip's own baseline
+    builds (the survey's and every round's); None right after an accept: the candidate's
+    scores were kept for being high, so the new tip counts once its builds measured it.
+    The "good enough" stop reads this."""
 
 
 class ImproveSummary(BaseModel):
@@ -98,7 +124,10 @@ class ImproveSummary(BaseModel):
     stopped_because: str = ""
     """Why it stopped; for a failed cycle, what failed."""
     alpha: float | None = None
-    """Each iteration's alpha (the night's, spread over the iterations)."""
+    """Each iteration's alpha (the night's spread over the iterations, or less: what the
+    lifetime budget granted)."""
+    lifetime: Lifetime | None = None
+    """The repository's lifetime error budget as the cycle left it (None: not kept)."""
     iterations: list[IterationRecord] = Field(default_factory=list)
     builds: int = 0
     cost_usd: float | None = None

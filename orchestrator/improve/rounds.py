@@ -7,6 +7,17 @@ with the same seed, and keeps every round's results on disk
 (``iter-<i>/rounds/<stage>-<side>.json``) and pooled per side. It also keeps the
 cycle's books: builds, tokens and cost spent, and what is left under the caps, which it
 hands to each round so no build starts past them.
+
+**Reused baseline builds.** The baseline side builds only what the cycle's
+:class:`~orchestrator.bench.reuse.BaselinePool` cannot serve (:class:`Reuse`): a round
+that needs n builds of a task takes the tip's scores this iteration has not used yet and
+builds the shortfall, in one trial per shortfall (``<stage>-baseline.json``, then
+``<stage>-baseline-2.json`` ...), each building only its tasks. What it built goes into
+the pool. The tasks of the weakness the iteration works on are never served from the
+pool: that weakness was picked *because* of those tasks' baseline builds (they failed),
+so their scores are no fresh draws for this iteration's test (reused, they would lower
+the baseline where the patch aims, and a patch that does nothing would look like a lift).
+The records say how many scores each stage reused; the books count only builds made.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from pathlib import Path
 
 from orchestrator.bench.decision import Round
 from orchestrator.bench.results import NOT_BUILT, MatrixResults, merge_results
+from orchestrator.bench.reuse import BaselinePool
 from orchestrator.improve.trial import CapReached, MatrixRunner, RoundSpec
 from orchestrator.sandbox.files import replace_file
 
@@ -73,6 +85,20 @@ class Books:
 
 
 @dataclass
+class Reuse:
+    """What a round's baseline side may take instead of building (see the module docstring)."""
+
+    pool: BaselinePool
+    commit: str
+    """The baseline's commit: the pool serves only its own commit's scores."""
+    tasks: dict[str, str] = field(default_factory=dict)
+    """The matrix's tasks and their splits (task id -> train or holdout); empty before the
+    survey measured them, when nothing is taken and the whole split is built."""
+    fresh: frozenset[str] = frozenset()
+    """Tasks always built afresh: the iteration's weakness's (its builds picked it)."""
+
+
+@dataclass
 class Rounds:
     """The rounds of one iteration (a ``Measure`` for the decision)."""
 
@@ -83,64 +109,160 @@ class Rounds:
     """None: measure the baseline alone (the cycle's first survey)."""
     seed_key: str
     books: Books
+    reuse: Reuse | None = None
+    """None: every baseline build is made (nothing is kept for later rounds either)."""
     parts: dict[str, list[MatrixResults]] = field(default_factory=dict)
+    """Per side, the results of the builds made (reused scores have none)."""
     builds: dict[str, int] = field(default_factory=dict)
+    """Per stage, the builds made (both sides)."""
+    reused: dict[str, int] = field(default_factory=dict)
+    """Per stage that took any, the baseline scores taken from the pool instead of built."""
+    scores: Round = field(default_factory=Round)
+    """Every round's scores as the decision read them (reused ones included)."""
 
-    def __call__(self, stage: str, repeats: int, holdout: bool) -> Round:
+    def __call__(
+        self, stage: str, repeats: int, holdout: bool, tasks: list[str] | None = None
+    ) -> Round:
+        """A round of ``repeats`` builds per task of both sides: every train task, or only
+        ``tasks`` of them, and the holdout's with ``holdout``."""
         cost, tokens = self.books.left()
         split = "all" if holdout else "train"
         seed = zlib.crc32(f"{self.seed_key}:{stage}".encode()) & 0x7FFFFFFF
-        sides = {"baseline": self.baseline_code}
+        chosen, taken, short = self._plan(split, repeats, tasks)
+        jobs: dict[str, list[tuple[str, Path, RoundSpec]]] = {"baseline": []}
+        for n, (need, ids) in enumerate(short):
+            label = f"{stage}-baseline" + (f"-{n + 1}" if n else "")
+            spec = RoundSpec(need, split, seed, tasks=ids)
+            jobs["baseline"].append((label, self.baseline_code, spec))
         if self.candidate_code is not None:
-            sides["candidate"] = self.candidate_code
-        # the remaining spend is shared by the sides of the round
-        share = len(sides)
-        spec = RoundSpec(
-            repeats=repeats,
-            split=split,
-            seed=seed,
-            max_cost_usd=None if cost is None else cost / share,
-            max_tokens=None if tokens is None else max(1, tokens // share),
-        )
+            spec = RoundSpec(repeats, split, seed, tasks=chosen)
+            jobs["candidate"] = [(f"{stage}-candidate", self.candidate_code, spec)]
+        planned = {label: _planned(spec, len(self.reuse.tasks) if self.reuse else 0)
+                   for side in jobs.values() for label, _, spec in side}  # fmt: skip
+        total = sum(planned.values()) or 1
+        for side in jobs.values():  # the remaining spend is shared by the builds planned
+            for label, _, spec in side:
+                share = planned[label] / total
+                spec.max_cost_usd = None if cost is None else cost * share
+                spec.max_tokens = None if tokens is None else max(1, int(tokens * share))
         (self.folder / "rounds").mkdir(parents=True, exist_ok=True)
-        with ThreadPoolExecutor(max_workers=len(sides)) as pool:
-            futures = {
-                side: pool.submit(self.runner.run, code, f"{stage}-{side}", self.folder, spec)
-                for side, code in sides.items()
-            }
-            results: dict[str, MatrixResults] = {}
-            capped: CapReached | None = None
+        results: dict[str, list[MatrixResults]] = {}
+        capped: CapReached | None = None
+        busy = {side: side_jobs for side, side_jobs in jobs.items() if side_jobs}
+        with ThreadPoolExecutor(max_workers=max(1, len(busy))) as pool:
+            futures = {side: pool.submit(self._side, side_jobs) for side, side_jobs in busy.items()}
             try:
                 for side, future in futures.items():
-                    try:
-                        results[side] = future.result()
-                    except CapReached as exc:  # what it built still cost: book it, then stop
+                    made, cut = future.result()
+                    for label, res in made:
+                        self._book(stage, label, res)
+                    results[side] = [res for _, res in made]
+                    if cut is not None:  # what it built still cost: book it, then stop
+                        label, exc = cut
                         capped = capped or exc
                         if exc.spent is not None:
-                            self._book(stage, side, exc.spent)
+                            self._book(stage, label, exc.spent)
             except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the trials die, then we go
                 getattr(self.runner, "interrupt", lambda: None)()
                 raise
-        for side, res in results.items():
-            self._book(stage, side, res)
-            self.parts.setdefault(side, []).append(res)
+        for side, made in results.items():
+            self.parts.setdefault(side, []).extend(made)
+        self._keep(results.get("baseline", []))
+        if taken:
+            self.reused[stage] = self.reused.get(stage, 0) + sum(map(len, taken.values()))
         if capped is not None:
             raise capped
-        base, cand = results["baseline"], results.get("candidate", results["baseline"])
-        return Round(
-            baseline_train=base.scores_by_task("train"),
-            candidate_train=cand.scores_by_task("train"),
-            baseline_holdout=base.scores_by_task("holdout"),
-            candidate_holdout=cand.scores_by_task("holdout"),
+        known = self.reuse.tasks if self.reuse is not None else {}
+        base = _scores(results.get("baseline", []), taken, known)
+        cand = _scores(results["candidate"], {}, known) if "candidate" in results else base
+        measured = Round(
+            baseline_train=base["train"],
+            candidate_train=cand["train"],
+            baseline_holdout=base["holdout"],
+            candidate_holdout=cand["holdout"],
         )
+        self.scores = self.scores + measured
+        return measured
 
-    def _book(self, stage: str, side: str, res: MatrixResults) -> None:
-        """Count a round's builds in the books and keep its results on disk."""
+    def _plan(
+        self, split: str, repeats: int, tasks: list[str] | None
+    ) -> tuple[list[str] | None, dict[str, list[float]], list[tuple[int, list[str] | None]]]:
+        """(the tasks of the round, None for the whole split; the scores taken from the pool,
+        per task; the baseline's builds: (repeats, tasks or None) per trial, most first)."""
+        known = self.reuse.tasks if self.reuse is not None else {}
+        if not known:
+            if tasks is not None:
+                raise ValueError("a round of some tasks needs the matrix's tasks (the survey's)")
+            return None, {}, [(repeats, None)]
+        chosen = [
+            t
+            for t, where in sorted(known.items())
+            if (where == "train" and (tasks is None or t in tasks))
+            or (where == "holdout" and split == "all")
+        ]
+        reuse = self.reuse
+        serving = reuse is not None and reuse.pool.commit == reuse.commit
+        taken: dict[str, list[float]] = {}
+        need: dict[int, list[str]] = {}
+        for task in chosen:
+            got = reuse.pool.take(task, repeats) if serving and task not in reuse.fresh else []
+            if got:
+                taken[task] = got
+            if repeats - len(got):
+                need.setdefault(repeats - len(got), []).append(task)
+        whole = tasks is None
+        short = [
+            (n, None if whole and n == repeats and ids == chosen else ids)
+            for n, ids in sorted(need.items(), reverse=True)
+        ]
+        return (None if whole else chosen), taken, short
+
+    def _side(self, jobs: list[tuple[str, Path, RoundSpec]]):
+        """One side's trials, one after the other: ([(label, results)], (label, the cap that
+        cut a trial) or None); no trial starts after a cut."""
+        made: list[tuple[str, MatrixResults]] = []
+        for label, code, spec in jobs:
+            try:
+                made.append((label, self.runner.run(code, label, self.folder, spec)))
+            except CapReached as exc:
+                return made, (label, exc)
+        return made, None
+
+    def _keep(self, made: list[MatrixResults]) -> None:
+        """The baseline builds just made go into the pool (used by this iteration already)."""
+        if self.reuse is None:
+            return
+        for res in made:
+            for task, scores in res.scores_by_task().items():
+                self.reuse.pool.add(self.reuse.commit, task, scores)
+
+    def _book(self, stage: str, label: str, res: MatrixResults) -> None:
+        """Count a trial's builds in the books and keep its results on disk."""
         self.books.add(res)
-        path = self.folder / "rounds" / f"{stage}-{side}.json"
+        path = self.folder / "rounds" / f"{label}.json"
         replace_file(path, json.dumps(res.model_dump(mode="json"), indent=2) + "\n")
         self.builds[stage] = self.builds.get(stage, 0) + built(res)
 
     def pooled(self, side: str) -> MatrixResults | None:
         parts = self.parts.get(side)
         return merge_results(parts) if parts else None
+
+
+def _planned(spec: RoundSpec, known: int) -> int:
+    """Builds a trial is asked for (a whole split of unknown size counts as ``known`` or 1
+    task: the sides then share alike)."""
+    return spec.repeats * (len(spec.tasks) if spec.tasks is not None else max(known, 1))
+
+
+def _scores(
+    made: list[MatrixResults], taken: dict[str, list[float]], splits: dict[str, str]
+) -> dict[str, dict[str, list[float]]]:
+    """Per split, task id -> scores: those taken from the pool first, then those built."""
+    out: dict[str, dict[str, list[float]]] = {"train": {}, "holdout": {}}
+    for task, scores in taken.items():
+        out[splits[task]].setdefault(task, []).extend(scores)
+    for res in made:
+        for split in ("train", "holdout"):
+            for task, scores in res.scores_by_task(split).items():
+                out[split].setdefault(task, []).extend(scores)
+    return out

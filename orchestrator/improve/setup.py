@@ -18,13 +18,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from orchestrator import SOURCE_ROOT
 from orchestrator.bench.decision import DecisionConfig, smallest_p
 from orchestrator.bench.engines.config import EngineConfig
-from orchestrator.bench.tasks import DEFAULT_MATRIX, load_matrix
+from orchestrator.bench.tasks import DEFAULT_MATRIX, MatrixTask, load_matrix
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
 from orchestrator.improve.carried import carry_policies
 from orchestrator.improve.cycle import ImproveCycle
+from orchestrator.improve.estimate import Estimate, before_the_survey
 from orchestrator.improve.git import git, repo_root
+from orchestrator.improve.lifetime import DEFAULT_BUDGET, lifetime_grant
 from orchestrator.improve.ray_trials import RayTrials
 from orchestrator.improve.records import ImproveConfig
 from orchestrator.improve.trial import SandboxedMatrix
@@ -55,6 +57,8 @@ class CycleRequest(BaseModel):
     max_seconds: float | None = Field(default=None, gt=0)
     max_cost_usd: float | None = Field(default=None, gt=0)
     max_tokens: int | None = Field(default=None, gt=0)
+    lifetime_alpha: float | None = Field(default=DEFAULT_BUDGET, gt=0, lt=1)
+    """The false-accept budget over the repository's life (None: the night's bound alone)."""
     unsafe_no_sandbox: bool = False
     verbose: bool = False
     """``--verbose``: each trial's builds trace their tool calls into its trial.log."""
@@ -103,13 +107,7 @@ def make_cycle(
     )
     for line in getattr(runner, "refused", ()):
         (on_event or (lambda _: None))(f"warning: {line}")
-    rule = DecisionConfig()
-    if request.repeats is not None:
-        rule = rule.model_copy(
-            update={"full_repeats": request.repeats, "confirm_repeats": request.repeats}
-        )
-    if request.threshold is not None:
-        rule = rule.model_copy(update={"threshold": request.threshold})
+    rule = decision_rule(request)
     config = ImproveConfig(
         iterations=request.iterations,
         decision=rule,
@@ -118,16 +116,59 @@ def make_cycle(
         max_cost_usd=request.max_cost_usd,
         max_tokens=request.max_tokens,
         executor=executor,
+        lifetime_alpha=request.lifetime_alpha,
     )
     train = sum(1 for task in runner.tasks if task.split == "train")
-    if smallest_p(train) > config.alpha:
+    if smallest_p(train) > config.night_share:
         raise CadillacError(
             f"{request.matrix} has {train} train task(s): the decision's test cannot give a "
             f"p-value below {smallest_p(train):.3g}, above the alpha of {config.alpha:.3g} per "
             f"iteration ({rule.night_alpha:g} over {config.iterations}), so no patch could be "
             f"kept; {_what_would_help(train, rule.night_alpha, config.iterations)}"
         )
+    granted = lifetime_grant(home, repo, config)
+    if granted is not None and smallest_p(train) > granted:
+        raise CadillacError(
+            f"{request.matrix} has {train} train task(s): the decision's test cannot give a "
+            f"p-value below {smallest_p(train):.3g}, above the {granted:.3g} per iteration "
+            f"that the repository's lifetime error budget ({config.lifetime_alpha:g}) grants "
+            "now, so no patch could be kept; add train tasks, run fewer --iterations, or "
+            "give a larger --lifetime-alpha (a weaker bound over the repository's life)"
+        )
     improver = LLMClient(request.improver)
-    return ImproveCycle(
+    cycle = ImproveCycle(
         home, repo, runner, improver, config, on_event=on_event, folder=folder, hooks=hooks
+    )
+    cycle.estimate = estimate_of(home, request, runner.tasks, config)
+    return cycle
+
+
+def decision_rule(request: CycleRequest) -> DecisionConfig:
+    """The keep-or-drop rule a command asks for: the defaults, with its repeats and threshold."""
+    rule = DecisionConfig()
+    if request.repeats is not None:
+        rule = rule.model_copy(
+            update={"full_repeats": request.repeats, "confirm_repeats": request.repeats}
+        )
+    if request.threshold is not None:
+        rule = rule.model_copy(update={"threshold": request.threshold})
+    return rule
+
+
+def estimate_of(
+    home: Home, request: CycleRequest, tasks: list[MatrixTask], config: ImproveConfig | None = None
+) -> Estimate:
+    """What a cycle of ``request`` will spend, as far as is known before its survey (from the
+    home's earlier builds of its model; reads only)."""
+    config = config or ImproveConfig(iterations=request.iterations, decision=decision_rule(request))
+    return before_the_survey(
+        home,
+        request.builder.model,
+        config.decision,
+        {task.id: task.split for task in tasks},
+        config.survey_repeats,
+        config.iterations,
+        request.jobs,
+        request.max_cost_usd,
+        request.max_tokens,
     )

@@ -154,6 +154,8 @@ class RoundSpec:
     max_cost_usd: float | None = None
     max_tokens: int | None = None
     """What the cycle may still spend: no build starts once the round spent it."""
+    tasks: list[str] | None = None
+    """Only these tasks (of the split); None: every task of the split."""
 
 
 class CapReached(CadillacError):
@@ -360,7 +362,7 @@ class SandboxedMatrix:
         remove_tree(trial)
         remove_tree(_judge_folder(trial))
         public, home = trial / "matrix", trial / "home"
-        self._public_matrix(public)
+        self._public_matrix(public, round.tasks)
         self._frozen_home(home)
         carried = self.carried.write(_carried_folder(trial))
         policies = [] if carried is None else [carried]
@@ -428,10 +430,12 @@ class SandboxedMatrix:
         return [e.model for e in self.llm.endpoints() if not is_builtin(e.model)]
 
     # ------------------------------------------------------------------ the trial
-    def _public_matrix(self, public: Path) -> None:
+    def _public_matrix(self, public: Path, only: list[str] | None = None) -> None:
         """The matrix as a build may see it: each task's task.toml (and an enhance task's
-        starting project, repo/), no hidden checks."""
+        starting project, repo/), no hidden checks; with ``only``, those tasks alone."""
         for task in self.tasks:
+            if only is not None and task.id not in only:
+                continue
             (public / task.id).mkdir(parents=True)
             shutil.copy(task.dir / "task.toml", public / task.id / "task.toml")
             if task.kind == "enhance":
@@ -521,7 +525,11 @@ class SandboxedMatrix:
     def _judge(
         self, claimed: MatrixResults, home: Path, trial: Path, round: RoundSpec
     ) -> MatrixResults:
-        chosen = [t for t in self.tasks if round.split in ("all", t.split)]
+        chosen = [
+            t
+            for t in self.tasks
+            if round.split in ("all", t.split) and (round.tasks is None or t.id in round.tasks)
+        ]
         tasks = {t.id: t for t in chosen}
         wanted = {(t, r) for t in tasks for r in range(round.repeats)}
         runs: dict[tuple[str, int], TaskRun] = {}

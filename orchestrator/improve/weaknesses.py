@@ -71,15 +71,17 @@ EVENTS_LIMIT = 8_000_000
 """The most of a build's events read (bytes): a trial wrote them, and they reach a prompt."""
 
 
-def _events(runs_dir: Path, run_id: str) -> list[dict]:
-    """A build's events; none for a run id that names no run folder, or a file that is a
-    link (a trial's folders are its own: nothing is read through a link it made)."""
+def _events(runs_dirs: list[Path], run_id: str) -> list[dict]:
+    """A build's events, from the one of ``runs_dirs`` that holds its folder; none for a
+    run id that names no run folder, or a file that is a link (a trial's folders are its
+    own: nothing is read through a link it made)."""
     if not re.fullmatch(r"\d{8}-\d{6}-[0-9a-f]{6}", run_id or ""):
         return []
-    if what_is(runs_dir / run_id) != "a folder":
+    found = [d for d in runs_dirs if what_is(d / run_id) == "a folder"]
+    if not found:
         return []
     try:
-        data = read_regular(runs_dir / run_id / "events.jsonl", EVENTS_LIMIT)
+        data = read_regular(found[0] / run_id / "events.jsonl", EVENTS_LIMIT)
     except OSError:
         return []
     out = []
@@ -91,13 +93,22 @@ def _events(runs_dir: Path, run_id: str) -> list[dict]:
     return out
 
 
+def build_folders(results: MatrixResults, runs_dir: Path) -> list[Path]:
+    """Where the builds of ``results`` have their run folders: every round's folder of
+    merged results (an improve cycle's rounds each ran in a trial of their own), else the
+    run's ``runs_dir``, else ``runs_dir``."""
+    if results.runs_dirs:
+        return [Path(folder) for folder in results.runs_dirs]
+    return [Path(results.runs_dir) if results.runs_dir else runs_dir]
+
+
 def find_weaknesses(
     results: MatrixResults, runs_dir: Path, split: str | None = "train"
 ) -> list[Weakness]:
     """The weaknesses of a matrix run's ``split`` tasks (train: the holdout stays held out,
-    none of its failures or checks reach the improver), worst first."""
-    if results.runs_dir:
-        runs_dir = Path(results.runs_dir)
+    none of its failures or checks reach the improver), worst first. Merged rounds are read
+    whole: each build's events from its own round's folder (:func:`build_folders`)."""
+    folders = build_folders(results, runs_dir)
     kept = {t.task_id for t in results.tasks if split is None or t.split == split}
     weights = results.weights()
     total_weight = sum(weights.get(t, 1.0) for t in kept) or 1.0
@@ -112,10 +123,11 @@ def find_weaknesses(
         if len(w["ev"]) < EXCERPTS and ev:
             w["ev"].append(ev[:600])
 
+    built = Counter(r.task_id for r in results.runs)
     for run in results.runs:
         if run.task_id not in kept:
-            continue
-        share = weights.get(run.task_id, 1.0) / total_weight / max(results.repeats, 1)
+            continue  # each task's builds share its weight (merged rounds: not alike per task)
+        share = weights.get(run.task_id, 1.0) / total_weight / max(built[run.task_id], 1)
         lost = (1.0 - run.score) * share
         if run.score >= 1.0:
             continue
@@ -138,7 +150,7 @@ def find_weaknesses(
                     f"{run.run_id}: {failure}",
                 )
         errors = Counter()
-        for event in _events(runs_dir, run.run_id):
+        for event in _events(folders, run.run_id):
             data = event.get("data", {})
             if event.get("kind") == "tool" and not data.get("ok") and data.get("tool") != "run":
                 words = " ".join(str(data.get("error", "")).split()[:8])

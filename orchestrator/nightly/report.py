@@ -191,7 +191,20 @@ def night_facts(folder: Path) -> dict[str, Any]:
         "builds": builds,
         "stopped_because": summary.get("stopped_because", ""),
         "ended": record.get("ended"),
+        "lifetime": _lifetime(summary),
     }
+
+
+def _lifetime(summary: dict) -> dict[str, Any] | None:
+    """The repository's lifetime error budget as the night left it (None: not kept, or
+    a record of an earlier version)."""
+    from orchestrator.improve.lifetime import Lifetime
+
+    try:
+        figure = Lifetime.model_validate(summary.get("lifetime"))
+    except ValueError:  # absent, or not a figure: the night shows none
+        return None
+    return {**figure.model_dump(), "sentence": figure.sentence()}
 
 
 def budget_history(home: Home, ends: list[tuple[str, float]]) -> dict[str, list]:
@@ -255,6 +268,8 @@ def render_html(data: dict[str, Any]) -> str:
         (_money(t["cost"]), "cost"),
         (str(lessons["count"]), "lessons in memory"),
     ]
+    if t["lifetime"] is not None:
+        cards.append((f"≤ {t['lifetime']['spent']:.2%}", "chance any patch kept so far is noise"))
     tasks, cols, values = _grid(t["baseline"])
     drawn = {
         "score": charts.line_chart(
@@ -293,6 +308,15 @@ def render_html(data: dict[str, Any]) -> str:
             [(n["label"], float(n["tokens"])) for n in nights],
             y_label="tokens",
             value_format="{:,.0f}",
+        ),
+        "lifetime": charts.line_chart(
+            "Lifetime error budget spent by the end of each night",
+            {
+                "spent": [(n["label"], (n["lifetime"] or {}).get("spent")) for n in nights],
+                "budget": [(n["label"], (n["lifetime"] or {}).get("budget")) for n in nights],
+            },
+            y_label="alpha",
+            y_min=0.0,
         ),
         "cost": charts.bar_chart(
             "Cost per night (USD)",
@@ -353,6 +377,7 @@ def night_summary(folder: Path) -> dict[str, Any]:
         "builds": facts["builds"],
         "tokens": facts["tokens"],
         "cost_usd": facts["cost"],
+        "lifetime": facts["lifetime"],
         "report_html": str(folder / "report.html"),
         "report_md": str(folder / "report.md"),
     }

@@ -37,6 +37,7 @@ from tests.orchestrator.bench.test_matrix_signals import (
 )
 from tests.orchestrator.cli.test_stopping import IMPROVER, LIFT, SLEEPER, marked_matrix, marker
 from tests.orchestrator.conftest import git
+from tests.support import ONE_NIGHT
 
 pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
@@ -61,6 +62,7 @@ def test_a_dollar_cap_stops_the_cycle_with_a_priced_model(home, repo, monkeypatc
         args = ["improve", "--repo", str(repo), "--matrix", str(LIFT), "--jobs", "1"]
         args += ["--model", "openai/gpt-4o-mini", "--api-base", server.api_base]
         args += ["--improver-model", IMPROVER, "--iterations", "1", "--max-cost", "0.000001"]
+        args += ONE_NIGHT
         assert main(args) == 0
         asked = len(server.requests)
     err = capsys.readouterr().err
@@ -123,7 +125,7 @@ class HoldoutFails:
         weights = {"tr-digits": 1.0, "tr-clean": 1.0, "ho-secret": 3.0}
         runs, stats = [], []
         for task, (score, failure) in failures.items():
-            if round.split not in ("all", splits[task]):
+            if round.split not in ("all", splits[task]) or task not in (round.tasks or splits):
                 continue
             run_id = f"{label}-{task}"
             events = self.runs_dir / run_id / "events.jsonl"
@@ -204,7 +206,7 @@ def test_ctrl_c_stops_an_improve_cycle_and_marks_its_trial_builds(home, repo, tm
     mark = marker()
     matrix = marked_matrix(tmp_path, mark, LIFT)
     args = ["improve", "--repo", str(repo), "--matrix", str(matrix), "--model", SLEEPER]
-    proc = start_group(home, *args, "--improver-model", IMPROVER, "--iterations", "1")
+    proc = start_group(home, *args, "--improver-model", IMPROVER, "--iterations", "1", *ONE_NIGHT)
 
     def trial_building():
         return list((home / "runs").glob("improve-*/*-trial/home/runs/*/task.json"))

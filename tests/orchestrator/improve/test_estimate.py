@@ -1,0 +1,82 @@
+"""Knowing the cost before the night: ``improve --estimate`` from the rule, the matrix and
+what earlier builds cost, and no iteration started that the spend cap cannot finish."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from orchestrator.bench.decision import DecisionConfig
+from orchestrator.bench.results import MatrixResults, TaskRun
+from orchestrator.improve.estimate import iteration_bound, iteration_builds
+from tests.orchestrator.improve.test_cycle_rounds import ByCode, improver, run_cycle
+from tests.support import one_error_line, run
+
+ROOT = Path(__file__).resolve().parents[3]
+LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"  # five train tasks and one holdout
+PRICED = "openai/gpt-4o-mini"
+
+
+def test_an_iterations_most_is_every_stage_both_sides_nothing_reused():
+    rule = DecisionConfig()  # screen 1, full 5, confirm 8
+    tasks = {"a": "train", "b": "train", "h": "holdout"}
+    assert iteration_builds(rule, tasks) == {"a": 26, "b": 26, "h": 24}
+    assert iteration_bound(rule, tasks, {"a": 0.5, "b": 1.0}) == 26 * 0.5 + 26 + 24 * 1.0
+    assert iteration_bound(rule, tasks, {}) is None
+
+
+def test_the_estimate_before_any_build_and_after_earlier_ones(home, capsys):
+    args = ["improve", "--estimate", "--matrix", str(LIFT), "--model", PRICED, "--jobs", "2"]
+    code, out, err = run(capsys, *args)
+    assert code == 0 and err == "", err
+    assert "5 train and 1 holdout task(s); the survey builds 12;" in out
+    assert "an iteration at most 154 (screen 10, full 48, confirm 96;" in out
+    assert "by the screen 10, by the full stage 58)" in out
+    assert "cost unknown until the survey" in out and "time unknown until the survey" in out
+    assert not Path(home).exists() or not list(Path(home).iterdir())  # nothing was made
+
+    earlier = Path(home) / "runs" / "matrix-20270101-000000-abcdef" / "results.json"
+    earlier.parent.mkdir(parents=True)
+    runs = [
+        TaskRun(task_id=t, repeat=0, status="passed", cost_usd=0.01, tokens=800, seconds=30.0)
+        for t in ("wf-a1", "wf-a2", "wf-h")
+    ]
+    record = MatrixResults(
+        id="m", matrix=str(LIFT), model=PRICED, repeats=1, split="all", started=0, runs=runs
+    )
+    earlier.write_text(record.model_dump_json())
+    code, out, _ = run(capsys, *args, "--max-cost", "1")
+    assert code == 0
+    assert "$0.0100 a build (earlier runs in this home): the survey about $0.12" in out
+    assert "an iteration at most $1.54; with 5 iteration(s) at most $7.82" in out
+    assert "30 s a build: the survey about 3 min, an iteration at most 19 min at --jobs 2" in out
+    assert "room for the survey and 0 iteration(s)" in out
+    code, out, _ = run(capsys, *args, "--max-cost", "4", "--json")
+    figures = json.loads(out)
+    assert figures["iteration_cost_most"] == pytest.approx(1.54)
+    assert figures["iterations_the_cap_allows"] == 2 and figures["reusable_builds"] == 64
+
+
+def test_estimate_and_status_together_is_one_error_line(home, capsys):
+    code, _, err = run(capsys, "improve", "--estimate", "--status", "--model", PRICED)
+    assert code == 1 and "give one" in one_error_line(err)
+
+
+@pytest.mark.parametrize("cap, iterations", [(1.0, 1), (1.1, 2)])
+def test_no_iteration_starts_that_the_spend_cap_cannot_finish(home, repo, cap, iterations):
+    """Builds at $0.01: the survey's 11 cost $0.11, an iteration at most 64 builds, $0.64
+    (every stage, both sides, nothing reused); a no-op patch is dropped by the full stage
+    after 32 builds ($0.32), its next try after 23 (the tip's builds reused)."""
+    propose, asked = improver()
+    runner = ByCode(cost=0.01)
+    summary, _ = run_cycle(home, repo, runner, propose, iterations=5, max_cost_usd=cap)
+    assert len(summary.iterations) == iterations and len(asked) == iterations
+    assert summary.stopped_because.startswith(
+        "the spend cap cannot finish another iteration: one could spend 0.64 USD "
+        "(64 builds at their measured cost, and the improver)"
+    )
+    left = cap - summary.cost_usd
+    assert f"{left:.4g} USD are left of --max-cost {cap:g}" in summary.stopped_because
+    assert summary.cost_usd == pytest.approx(0.11 + 0.32 + 0.23 * (iterations - 1))
