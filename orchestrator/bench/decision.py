@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from orchestrator.bench.permutation import EXACT_SPLITS, PERMUTATIONS, permutation_p
 
@@ -105,6 +105,15 @@ class DecisionConfig(BaseModel):
     """Builds per holdout task and side, made only for a candidate the train test keeps."""
     holdout_alpha: float = Field(default=0.02, gt=0, lt=1)
     """The holdout vetoes when its drop's p-value is at or below this."""
+
+    @model_validator(mode="after")
+    def _full_adds_builds(self) -> DecisionConfig:
+        if self.full_repeats <= self.screen_repeats:
+            raise ValueError(
+                f"full_repeats ({self.full_repeats}) must be more than screen_repeats "
+                f"({self.screen_repeats}): the full stage adds candidate builds"
+            )
+        return self
 
 
 Scores = Mapping[str, Sequence[float]]

@@ -107,6 +107,11 @@ def test_sampled_p_values_are_close_to_exact_ones_and_honest_under_aa():
     assert hits <= 300 * 0.1 + 2 * np.sqrt(300 * 0.1 * 0.9)
 
 
+def test_a_full_stage_must_add_builds():
+    with pytest.raises(ValueError, match="full_repeats"):
+        DecisionConfig(screen_repeats=3, full_repeats=3)
+
+
 def test_the_smallest_p_the_rule_can_give():
     tiny = DecisionConfig(baseline_repeats=1, full_repeats=2, confirm_repeats=1)
     assert smallest_p(3, tiny) == 1 / 4**3  # 3 candidate builds and 1 baseline: 4 splits a task
