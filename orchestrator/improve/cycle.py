@@ -15,13 +15,14 @@ of repeats) for its first weakness and the night's starting score. Then each ite
    environment's);
 4. measures the candidate against the baseline: round after round, both sides at once,
    from the same frozen memory and with the same seeds (:mod:`orchestrator.improve.rounds`),
-   through the decision's stages — a cheap screen, the full repeats, an independent
-   confirmation — each of which may drop it (:func:`orchestrator.bench.decision.evaluate`,
-   with alpha = the night's alpha over the iterations); the candidate's code builds, the
-   cycle's own code scores. While no patch is accepted the baseline is the same commit,
-   so its earlier builds (the survey's, every round's) serve later rounds and only the
-   shortfall is built (:mod:`orchestrator.bench.reuse`), never for the weakness's own
-   tasks, whose builds picked it;
+   through the decision's looks — a cheap screen, the full stage, a confirmation, and the
+   holdout only for a would-be accept — each of which may drop it
+   (:func:`orchestrator.bench.decision.evaluate`, with alpha = the night's alpha over the
+   iterations); the candidate's code builds, the cycle's own code scores. While no patch is
+   accepted the baseline is the same commit, so its earlier builds (the survey's, every
+   round's) serve later rounds and only the shortfall is built
+   (:mod:`orchestrator.bench.reuse`), never for the weakness's own tasks, whose builds
+   picked it: theirs are built afresh beside the candidate's;
 5. on acceptance commits exactly the files the proposal edited (anything else changed in
    the worktree rejects it), writes the lesson and goes on from the new code; on rejection
    removes the branch and remembers it, so no later proposal repeats it;
@@ -54,7 +55,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.bench.decision import evaluate, weighted_mean
+from orchestrator.bench.decision import accepted, evaluate, weighted_mean
 from orchestrator.bench.results import MatrixResults, merge_results
 from orchestrator.bench.reuse import BaselinePool
 from orchestrator.errors import CadillacError
@@ -437,7 +438,7 @@ class ImproveCycle:
         record.stages = stages
         record.train_delta, record.p = last.train.lift, last.train.p
         record.holdout_delta = last.holdout.lift if last.holdout else None
-        record.status = "accepted" if last.stage == "confirm" and last.go_on else "rejected"
+        record.status = "accepted" if accepted(stages) else "rejected"
         record.reason = last.reason
         record.candidate_score = weighted_mean(rounds.scores.candidate_train, self.weights)
         record.baseline_score = weighted_mean(rounds.scores.baseline_train, self.weights)

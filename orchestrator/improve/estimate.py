@@ -1,11 +1,12 @@
 """What a cycle will spend, known before the night: builds, cost and time, and the most one
 iteration can spend, which the spend cap is checked against before each iteration starts.
 
-:func:`iteration_builds` is the one bound of an iteration: every stage of the decision
-rule run to the end (the screen's repeats of the train tasks, then the full stage's and
-the confirmation's of every task), on both sides, nothing reused. Reuse only lowers what
-is built (:mod:`orchestrator.bench.reuse`): while no patch is kept, the baseline side
-builds little more than the weakness's own tasks.
+:func:`iteration_builds` is the one bound of an iteration: every look of the decision
+rule run to the end (the baseline's screen builds and the candidate's screen, full and
+confirmation builds of the train tasks, each train task's baseline built afresh as a
+weakness's is, then the holdout's builds), nothing reused. Reuse only lowers what is
+built (:mod:`orchestrator.bench.reuse`): while no patch is kept, the baseline side builds
+little more than the weakness's own tasks.
 
 What a build costs, in dollars, tokens and seconds, is measured: from the cycle's own
 builds once its survey ran, before that from earlier builds of the same model in the
@@ -31,12 +32,25 @@ from orchestrator.sandbox.files import read_regular
 RECORD_LIMIT = 8_000_000
 
 
+def _train_task_builds(rule: DecisionConfig) -> tuple[int, int]:
+    """(candidate, baseline) builds of one train task when every look runs and nothing is
+    reused: the baseline's screen at its full count (or, for a task of the weakness, built
+    afresh beside the candidate at every look, whichever is more), then the fresh builds
+    of the later looks."""
+    fresh = rule.fresh_ratio
+    candidate = rule.full_repeats + rule.confirm_repeats  # the screen's, the full's rest, confirm
+    later = rule.full_repeats - rule.screen_repeats + rule.confirm_repeats
+    baseline = max(rule.baseline_repeats, fresh * rule.screen_repeats) + fresh * later
+    return candidate, baseline
+
+
 def iteration_builds(rule: DecisionConfig, tasks: Mapping[str, str]) -> dict[str, int]:
     """Per task (id -> its split), the most builds one iteration makes of it, both sides:
-    every stage run, nothing reused."""
-    train = rule.full_repeats + rule.confirm_repeats  # the screen's, the full's rest, confirm
-    holdout = rule.full_repeats - rule.screen_repeats + rule.confirm_repeats
-    return {t: 2 * (train if split == "train" else holdout) for t, split in tasks.items()}
+    every look run, the holdout built, nothing reused, every train task as if it were the
+    weakness's (its baseline built afresh at every look)."""
+    candidate, baseline = _train_task_builds(rule)
+    holdout = 2 * rule.holdout_repeats
+    return {t: candidate + baseline if split == "train" else holdout for t, split in tasks.items()}
 
 
 def iteration_bound(
@@ -52,19 +66,22 @@ def iteration_bound(
 
 
 def stage_builds(rule: DecisionConfig, train: int, holdout: int) -> dict[str, int]:
-    """The most builds of each stage, both sides."""
+    """The most builds of each look, both sides (as :func:`iteration_builds` counts them)."""
+    fresh = rule.fresh_ratio
     return {
-        "screen": 2 * rule.screen_repeats * train,
-        "full": 2 * (rule.full_repeats - rule.screen_repeats) * (train + holdout),
-        "confirm": 2 * rule.confirm_repeats * (train + holdout),
+        "screen": train
+        * (rule.screen_repeats + max(rule.baseline_repeats, fresh * rule.screen_repeats)),
+        "full": train * (rule.full_repeats - rule.screen_repeats) * (1 + fresh),
+        "confirm": train * rule.confirm_repeats * (1 + fresh),
+        "holdout": 2 * rule.holdout_repeats * holdout,
     }
 
 
 def reusable(rule: DecisionConfig, train: int, holdout: int, weakness_tasks: int = 1) -> int:
     """The baseline builds of an iteration that earlier builds of an unchanged tip can
-    serve at most: the baseline's side, but for the weakness's own tasks (built afresh)."""
-    side = sum(stage_builds(rule, train, holdout).values()) // 2
-    return max(0, side - weakness_tasks * (rule.full_repeats + rule.confirm_repeats))
+    serve at most: the screen's baseline of every train task but the weakness's (built
+    afresh), and the holdout's baseline."""
+    return rule.baseline_repeats * max(0, train - weakness_tasks) + rule.holdout_repeats * holdout
 
 
 def cannot_finish(

@@ -8,7 +8,9 @@ with the same seed, and keeps every round's results on disk
 cycle's books: builds, tokens and cost spent, and what is left under the caps, which it
 hands to each round so no build starts past them.
 
-**Reused baseline builds.** The baseline side builds only what the cycle's
+**Reused baseline builds.** The decision says how many builds each side needs per task
+(the baseline's may differ from the candidate's: all of them at the screen, none later).
+The baseline side builds only what the cycle's
 :class:`~orchestrator.bench.reuse.BaselinePool` cannot serve (:class:`Reuse`): a round
 that needs n builds of a task takes the tip's scores this iteration has not used yet and
 builds the shortfall, in one trial per shortfall (``<stage>-baseline.json``, then
@@ -16,7 +18,8 @@ builds the shortfall, in one trial per shortfall (``<stage>-baseline.json``, the
 the pool. The tasks of the weakness the iteration works on are never served from the
 pool: that weakness was picked *because* of those tasks' baseline builds (they failed),
 so their scores are no fresh draws for this iteration's test (reused, they would lower
-the baseline where the patch aims, and a patch that does nothing would look like a lift).
+the baseline where the patch aims, and a patch that does nothing would look like a lift);
+they get the decision's ``fresh`` count, built beside the candidate's at every look.
 The records say how many scores each stage reused; the books count only builds made.
 """
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,20 +125,32 @@ class Rounds:
     """Every round's scores as the decision read them (reused ones included)."""
 
     def __call__(
-        self, stage: str, repeats: int, holdout: bool, tasks: list[str] | None = None
+        self,
+        stage: str,
+        repeats: int,
+        holdout: bool,
+        *,
+        tasks: Collection[str] | None = None,
+        baseline: int | None = None,
+        fresh: int | None = None,
     ) -> Round:
-        """A round of ``repeats`` builds per task of both sides: every train task, or only
-        ``tasks`` of them, and the holdout's with ``holdout``."""
+        """A round of both sides (the decision's ``Measure``): ``repeats`` candidate builds
+        per train task (only of ``tasks`` when given, none for an empty collection) and,
+        with ``holdout``, per holdout task; the baseline's ``baseline`` per task (None:
+        ``repeats``), the pool's first, and ``fresh`` (None: as ``baseline``) per task the
+        pool may not serve, all built."""
         cost, tokens = self.books.left()
         split = "all" if holdout else "train"
         seed = zlib.crc32(f"{self.seed_key}:{stage}".encode()) & 0x7FFFFFFF
-        chosen, taken, short = self._plan(split, repeats, tasks)
+        want = repeats if baseline is None else baseline
+        plan = self._plan(split, repeats, tasks, want, want if fresh is None else fresh)
+        chosen, taken, short = plan
         jobs: dict[str, list[tuple[str, Path, RoundSpec]]] = {"baseline": []}
         for n, (need, ids) in enumerate(short):
             label = f"{stage}-baseline" + (f"-{n + 1}" if n else "")
             spec = RoundSpec(need, split, seed, tasks=ids)
             jobs["baseline"].append((label, self.baseline_code, spec))
-        if self.candidate_code is not None:
+        if self.candidate_code is not None and repeats and chosen != []:
             spec = RoundSpec(repeats, split, seed, tasks=chosen)
             jobs["candidate"] = [(f"{stage}-candidate", self.candidate_code, spec)]
         planned = {label: _planned(spec, len(self.reuse.tasks) if self.reuse else 0)
@@ -174,7 +190,8 @@ class Rounds:
             raise capped
         known = self.reuse.tasks if self.reuse is not None else {}
         base = _scores(results.get("baseline", []), taken, known)
-        cand = _scores(results["candidate"], {}, known) if "candidate" in results else base
+        alone = self.candidate_code is None  # the survey: the baseline's builds are all
+        cand = base if alone else _scores(results.get("candidate", []), {}, known)
         measured = Round(
             baseline_train=base["train"],
             candidate_train=cand["train"],
@@ -185,15 +202,22 @@ class Rounds:
         return measured
 
     def _plan(
-        self, split: str, repeats: int, tasks: list[str] | None
+        self,
+        split: str,
+        repeats: int,
+        tasks: Collection[str] | None,
+        baseline: int,
+        fresh: int,
     ) -> tuple[list[str] | None, dict[str, list[float]], list[tuple[int, list[str] | None]]]:
         """(the tasks of the round, None for the whole split; the scores taken from the pool,
-        per task; the baseline's builds: (repeats, tasks or None) per trial, most first)."""
+        per task; the baseline's builds: (repeats, tasks or None) per trial, most first).
+        A task wants ``baseline`` builds, the pool's first, or ``fresh`` when the pool may
+        not serve it (built)."""
         known = self.reuse.tasks if self.reuse is not None else {}
         if not known:
             if tasks is not None:
                 raise ValueError("a round of some tasks needs the matrix's tasks (the survey's)")
-            return None, {}, [(repeats, None)]
+            return None, {}, [(baseline, None)] if baseline else []
         chosen = [
             t
             for t, where in sorted(known.items())
@@ -205,14 +229,17 @@ class Rounds:
         taken: dict[str, list[float]] = {}
         need: dict[int, list[str]] = {}
         for task in chosen:
-            got = reuse.pool.take(task, repeats) if serving and task not in reuse.fresh else []
+            if task in reuse.fresh and known[task] == "train":
+                got, n = [], fresh
+            else:
+                got, n = (reuse.pool.take(task, baseline) if serving else []), baseline
             if got:
                 taken[task] = got
-            if repeats - len(got):
-                need.setdefault(repeats - len(got), []).append(task)
+            if n - len(got):
+                need.setdefault(n - len(got), []).append(task)
         whole = tasks is None
         short = [
-            (n, None if whole and n == repeats and ids == chosen else ids)
+            (n, None if whole and ids == chosen else ids)
             for n, ids in sorted(need.items(), reverse=True)
         ]
         return (None if whole else chosen), taken, short

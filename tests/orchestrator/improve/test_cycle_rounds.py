@@ -3,7 +3,7 @@ process whose scores depend on the code they are given:
 
 * the baseline side builds only what earlier builds of the same tip cannot serve (the
   pool of :mod:`orchestrator.bench.reuse`), and nothing after an accept; the weakness's
-  own tasks are always built afresh;
+  own tasks are always built afresh, as many as the decision's ``fresh`` asks;
 * weaknesses are read from every round's builds, not the first round's folder alone;
 * the "good enough" stop never counts an accepted candidate's own (selected) scores.
 """
@@ -126,9 +126,14 @@ class ByCode:
         )  # fmt: skip
 
 
+RULE = DecisionConfig(baseline_repeats=2, fresh_ratio=1, full_repeats=2, confirm_repeats=1)
+"""Builds per train task: the baseline 2 (the weakness's: 1 per candidate build, afresh),
+the candidate 1 at the screen, 2 after the full stage, 3 after the confirmation."""
+
+
 def run_cycle(home, repo, runner, script, **cfg) -> tuple:
     client = LLMClient(LLMConfig(model=register_script(f"rounds-{id(script)}", script)))
-    cfg.setdefault("decision", DecisionConfig(full_repeats=2, confirm_repeats=1))
+    cfg.setdefault("decision", RULE)
     cfg.setdefault("survey_repeats", 1)
     cfg.setdefault("max_attempts", 100)
     cfg.setdefault("lifetime_alpha", 0.1)  # as improve and nightly keep it
@@ -143,27 +148,27 @@ def test_an_unchanged_tip_reuses_its_baseline_builds_and_an_accept_starts_afresh
     summary, folder = run_cycle(home, repo, runner, propose, iterations=3)
     first, second, third = summary.iterations
     assert [it.status for it in summary.iterations] == ["rejected"] * 3
+    assert [st.stage for st in first.stages] == ["screen"]  # no lift: dropped at the screen
     assert first.weakness == second.weakness and "t0" in first.weakness
-    # survey: 1 repeat of all 11 tasks. Iteration 1's screen takes t1..t9 from the survey
-    # and builds t0 (the weakness's task: its builds picked it, so never reused); the full
-    # round finds the train tasks used and takes h1.
-    assert first.reused == {"screen": 9, "full": 1}
-    assert first.builds == {"screen": 1 + 10, "full": 10 + 11}
+    # survey: 1 repeat of all 11 tasks. Iteration 1's screen wants 2 baseline builds of
+    # t1..t9, takes the survey's and builds 1 more, and builds t0 (the weakness's task: its
+    # builds picked it, so never reused) once, beside the candidate's 10
+    assert first.reused == {"screen": 9}
+    assert first.builds == {"screen": 10 + 10}
     # iteration 2: the survey's and iteration 1's builds of the same tip serve all but t0
-    assert second.reused == {"screen": 9, "full": 10}
-    assert second.builds == {"screen": 1 + 10, "full": 1 + 11}
+    assert second.reused == {"screen": 18}
+    assert second.builds == {"screen": 1 + 10}
     assert third.reused == second.reused and third.builds == second.builds
     baseline = [
         (where, label, tasks, n) for where, label, tasks, n in runner.asked if "baseline" in label
     ]
-    assert baseline[:3] == [
+    assert baseline == [
         (folder.name, "survey-baseline", None, 1),
-        ("iter-1", "screen-baseline", ["t0"], 1),
-        ("iter-1", "full-baseline", list(TRAIN), 1),
+        ("iter-1", "screen-baseline", None, 1),  # every train task: 1 more each
+        ("iter-2", "screen-baseline", ["t0"], 1),
+        ("iter-3", "screen-baseline", ["t0"], 1),
     ]
-    assert {tuple(tasks) for _, _, tasks, _ in baseline[3:]} == {("t0",)}
-    # the decision read as many baseline scores per task as the candidate's: the records
-    # of the rounds hold the builds made, the books count only those
+    # the records of the rounds hold the builds made, the books count only those
     assert summary.builds == 11 + sum(sum(it.builds.values()) for it in summary.iterations)
     made = sum(len(json.loads(p.read_text())["runs"]) for p in folder.glob("iter-*/rounds/*.json"))
     assert made == summary.builds - 11
@@ -173,40 +178,45 @@ def test_an_unchanged_tip_reuses_its_baseline_builds_and_an_accept_starts_afresh
     propose, _ = improver(MARK)  # the first patch lifts t1..t9 from 0.5 to 1.0
     summary, folder = run_cycle(home, repo, runner, propose, iterations=3)
     accepted, after, again = summary.iterations
-    assert accepted.status == "accepted" and accepted.reused == {"screen": 9, "full": 1}
+    assert accepted.status == "accepted", accepted.reason
+    # settled at the full stage (p 1/8193 <= 30% of 0.05/3); the holdout (3 a side) takes
+    # h1's survey build and builds 2
+    assert [st.stage for st in accepted.stages] == ["screen", "full", "confirm"]
+    assert accepted.reused == {"screen": 9, "holdout": 1}
+    assert accepted.builds == {"screen": 10 + 10, "full": 1 + 10, "holdout": 2 + 3}
     assert after.status == "rejected" and after.reused == {}  # a new tip: nothing to reuse
-    assert after.builds == {"screen": 20, "full": 22}
+    assert after.builds == {"screen": 18 + 1 + 10}
     assert after.baseline_score == 0.9  # the new tip, measured afresh
-    assert again.reused == {"screen": 9, "full": 10}  # the new tip's own builds, reused
+    assert again.reused == {"screen": 18}  # the new tip's own builds, reused
 
 
 def test_a_round_builds_each_shortfall_in_a_trial_of_its_own(home, repo):
     runner = ByCode()
     propose, _ = improver()
-    rule = DecisionConfig(full_repeats=4, confirm_repeats=1)
+    rule = RULE.model_copy(update={"baseline_repeats": 4, "fresh_ratio": 3})
     summary, folder = run_cycle(
         home, repo, runner, propose, iterations=1, survey_repeats=2, decision=rule
     )
     (it,) = summary.iterations
-    full = sorted((label, tasks, n) for _, label, tasks, n in runner.asked if "full-" in label)
-    # 3 more of each: t0 all three; t1..t9 one left from the survey; h1 both survey builds
-    assert full == [
-        ("full-baseline", ["t0"], 3),
-        ("full-baseline-2", list(TRAIN[1:]), 2),
-        ("full-baseline-3", ["h1"], 1),
-        ("full-candidate", None, 3),
+    screen = sorted((label, tasks, n) for _, label, tasks, n in runner.asked if "screen-" in label)
+    # t0 (the weakness's) 3 afresh; t1..t9 2 each beyond the survey's 2
+    assert screen == [
+        ("screen-baseline", ["t0"], 3),
+        ("screen-baseline-2", list(TRAIN[1:]), 2),
+        ("screen-candidate", None, 1),
     ]  # the candidate's in parallel with them
-    assert it.reused == {"screen": 9, "full": 9 + 2}
-    assert it.builds == {"screen": 1 + 10, "full": 3 + 18 + 1 + 33}
-    for label in ("full-baseline", "full-baseline-2", "full-baseline-3", "full-candidate"):
+    assert it.reused == {"screen": 18}
+    assert it.builds == {"screen": 3 + 18 + 10}
+    for label in ("screen-baseline", "screen-baseline-2", "screen-candidate"):
         assert (folder / "iter-1" / "rounds" / f"{label}.json").is_file(), label
 
 
 def test_weaknesses_are_read_from_every_rounds_builds(home, repo):
-    """A tool error only the full round's baseline builds repeat is iteration 2's weakness
-    (the merged rounds once kept the first round's folder alone, and never saw it)."""
+    """A tool error only the screen round's baseline builds repeat is iteration 2's weakness
+    (the merged rounds once kept the first round's folder, the survey's, alone, and never
+    saw it)."""
     error = "The search text occurs 2 times in app.py; include more lines"
-    runner = ByCode(events={"full-baseline": ("t0", error)}, low=1.0)
+    runner = ByCode(events={"screen-baseline": ("t0", error)}, low=1.0)
     propose, asked = improver()
     summary, folder = run_cycle(home, repo, runner, propose, iterations=2, max_attempts=1)
     first, second = summary.iterations

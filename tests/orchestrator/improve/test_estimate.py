@@ -20,10 +20,12 @@ PRICED = "openai/gpt-4o-mini"
 
 
 def test_an_iterations_most_is_every_stage_both_sides_nothing_reused():
-    rule = DecisionConfig()  # screen 1, full 5, confirm 8
+    rule = DecisionConfig()  # baseline 10; candidate 1, to 3, +6; fresh 2 per; holdout 3
     tasks = {"a": "train", "b": "train", "h": "holdout"}
-    assert iteration_builds(rule, tasks) == {"a": 26, "b": 26, "h": 24}
-    assert iteration_bound(rule, tasks, {"a": 0.5, "b": 1.0}) == 26 * 0.5 + 26 + 24 * 1.0
+    # a train task: 9 candidate builds, and a baseline of 10 at the screen (or 2 afresh)
+    # and 2 afresh per candidate build of the later looks (16): 35; a holdout task 3 a side
+    assert iteration_builds(rule, tasks) == {"a": 35, "b": 35, "h": 6}
+    assert iteration_bound(rule, tasks, {"a": 0.5, "b": 1.0}) == 35 * 0.5 + 35 + 6 * 1.0
     assert iteration_bound(rule, tasks, {}) is None
 
 
@@ -32,8 +34,8 @@ def test_the_estimate_before_any_build_and_after_earlier_ones(home, capsys):
     code, out, err = run(capsys, *args)
     assert code == 0 and err == "", err
     assert "5 train and 1 holdout task(s); the survey builds 12;" in out
-    assert "an iteration at most 154 (screen 10, full 48, confirm 96;" in out
-    assert "by the screen 10, by the full stage 58)" in out
+    assert "an iteration at most 181 (screen 55, full 30, confirm 90, holdout 6;" in out
+    assert "by the screen 55, by the full stage 85)" in out
     assert "cost unknown until the survey" in out and "time unknown until the survey" in out
     assert not Path(home).exists() or not list(Path(home).iterdir())  # nothing was made
 
@@ -50,13 +52,13 @@ def test_the_estimate_before_any_build_and_after_earlier_ones(home, capsys):
     code, out, _ = run(capsys, *args, "--max-cost", "1")
     assert code == 0
     assert "$0.0100 a build (earlier runs in this home): the survey about $0.12" in out
-    assert "an iteration at most $1.54; with 5 iteration(s) at most $7.82" in out
-    assert "30 s a build: the survey about 3 min, an iteration at most 19 min at --jobs 2" in out
+    assert "an iteration at most $1.81; with 5 iteration(s) at most $9.17" in out
+    assert "30 s a build: the survey about 3 min, an iteration at most 23 min at --jobs 2" in out
     assert "room for the survey and 0 iteration(s)" in out
     code, out, _ = run(capsys, *args, "--max-cost", "4", "--json")
     figures = json.loads(out)
-    assert figures["iteration_cost_most"] == pytest.approx(1.54)
-    assert figures["iterations_the_cap_allows"] == 2 and figures["reusable_builds"] == 64
+    assert figures["iteration_cost_most"] == pytest.approx(1.81)
+    assert figures["iterations_the_cap_allows"] == 2 and figures["reusable_builds"] == 43
 
 
 def test_estimate_and_status_together_is_one_error_line(home, capsys):
@@ -66,17 +68,22 @@ def test_estimate_and_status_together_is_one_error_line(home, capsys):
 
 @pytest.mark.parametrize("cap, iterations", [(1.0, 1), (1.1, 2)])
 def test_no_iteration_starts_that_the_spend_cap_cannot_finish(home, repo, cap, iterations):
-    """Builds at $0.01: the survey's 11 cost $0.11, an iteration at most 64 builds, $0.64
-    (every stage, both sides, nothing reused); a no-op patch is dropped by the full stage
-    after 32 builds ($0.32), its next try after 23 (the tip's builds reused)."""
+    """Builds at $0.01 (10 train tasks and a holdout one): the survey's 11 cost $0.11; an
+    iteration at most 76 builds, $0.76 (every look, the holdout, nothing reused, each train
+    task's baseline as a weakness's: 3 candidate builds and 4 of the baseline a task, 6 of
+    the holdout); a no-op patch is dropped early, and its next try builds less (the tip's
+    builds reused)."""
     propose, asked = improver()
     runner = ByCode(cost=0.01)
     summary, _ = run_cycle(home, repo, runner, propose, iterations=5, max_cost_usd=cap)
     assert len(summary.iterations) == iterations and len(asked) == iterations
     assert summary.stopped_because.startswith(
-        "the spend cap cannot finish another iteration: one could spend 0.64 USD "
-        "(64 builds at their measured cost, and the improver)"
+        "the spend cap cannot finish another iteration: one could spend 0.76 USD "
+        "(76 builds at their measured cost, and the improver)"
     )
+    assert summary.cost_usd == pytest.approx(0.01 * summary.builds)
+    assert summary.cost_usd <= cap < summary.cost_usd + 0.76  # room for no further one
     left = cap - summary.cost_usd
     assert f"{left:.4g} USD are left of --max-cost {cap:g}" in summary.stopped_because
-    assert summary.cost_usd == pytest.approx(0.11 + 0.32 + 0.23 * (iterations - 1))
+    built = [sum(record.builds.values()) for record in summary.iterations]
+    assert built[1:] == [built[-1]] * (len(built) - 1) and all(b < built[0] for b in built[1:])

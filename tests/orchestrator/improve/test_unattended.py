@@ -42,7 +42,8 @@ def improver(name: str) -> LLMClient:
 
 
 def cycle(home, repo, runner, name: str, **cfg) -> ImproveCycle:
-    cfg.setdefault("decision", DecisionConfig(full_repeats=2, confirm_repeats=1))
+    quick = DecisionConfig(baseline_repeats=2, fresh_ratio=1, full_repeats=2, confirm_repeats=1)
+    cfg.setdefault("decision", quick)
     cfg.setdefault("survey_repeats", 1)
     cfg.setdefault("test_command", QUICK)
     return ImproveCycle(Home(home), repo, runner, improver(name), ImproveConfig(**cfg))
@@ -80,9 +81,12 @@ def test_a_cycle_whose_matrix_cannot_reach_its_alpha_is_refused_in_one_line(home
     from orchestrator.cli import main
 
     args = ["improve", "--repo", str(repo), "--matrix", str(SMALL), "--model", BUILDER]
-    assert main([*args, "--iterations", "1"]) == 1  # 2 train tasks: p >= 0.25 > 0.05
+    # 2 train tasks: p >= 1/8193 (sampled splits), above 70% of 0.05/300 (the confirmation's
+    # share of alpha) and 30% of it (the full stage's, with fewer builds)
+    assert main([*args, "--iterations", "300"]) == 1
     err = capsys.readouterr().err.strip()
-    assert "has 2 train task(s)" in err and "add train tasks" in err and len(err.splitlines()) == 1
+    assert "has 2 train task(s)" in err and len(err.splitlines()) == 1
+    assert "run --iterations 286 or fewer (more train tasks or repeats cannot help)" in err
     assert not list((Path(home) / "runs").glob("improve-*"))  # refused before anything ran
 
 
@@ -127,8 +131,15 @@ def test_builds_never_see_the_cycles_own_lessons_but_the_improver_does(home, rep
         )
     )
     runner = SandboxedMatrix(Home(home), SMALL, LLMConfig(model=BUILDER), jobs=2)
-    summary = cycle(home, repo, runner, "lessons", iterations=2, max_attempts=1).run()
-    assert summary.iterations[0].status in ("accepted", "rejected")
+    # a threshold the patch cannot reach: iteration 1 is rejected (its lesson written) and
+    # iteration 2 builds for the other task's weakness (an accepted patch would leave none)
+    rule = DecisionConfig(
+        threshold=0.9, baseline_repeats=2, fresh_ratio=1, full_repeats=2, confirm_repeats=1
+    )
+    summary = cycle(
+        home, repo, runner, "lessons", iterations=2, max_attempts=1, decision=rule
+    ).run()
+    assert [it.status for it in summary.iterations] == ["rejected", "rejected"]
     folder = Path(home) / "runs" / f"improve-{summary.id}"
     logs = sorted(folder.glob("**/*-trial/home/runs/*/llm.jsonl"))
     assert any("-candidate-trial" in str(log) for log in logs)
