@@ -28,6 +28,10 @@ IMPROVER = "scripted:tests.fakes.improve_policies:digit_improver"
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.xdist_group("nightly-e2e"),
+    # the first test's setup runs both nights (a survey and an accepted iteration each:
+    # some 70 builds a night under the build-level rule), more than the suite's 600 s
+    # on two busy cores
+    pytest.mark.timeout(1800),
 ]  # one worker: one pair of nights
 
 
