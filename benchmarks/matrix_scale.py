@@ -3,7 +3,8 @@
 A local OpenAI-compatible server on 127.0.0.1 answers every request after a fixed delay
 (1 s: a model's think time), with the scripted wordfreq builder's answers, reached through
 litellm as a provider would be. The matrix is 8 copies of one train task, 1 repeat each,
-with one seed. Printed:
+with one seed; every run shares one cache of template environments, made by an untimed
+build first. Printed:
 
 * ``--jobs 1`` against ``--jobs 4`` (worker processes): wall time, speed-up (target >= 3.0),
   and whether every build's score and verdict match;
@@ -89,8 +90,13 @@ def main() -> None:
         matrix = make_matrix(work / "matrix", args.tasks)
         rows = []
         with FakeOpenAI(policy) as server:
-            one, r1 = run(matrix, work / "j1" / "home", server.api_base, 1, [], {})
-            many, rn = run(matrix, work / "jn" / "home", server.api_base, args.jobs, [], {})
+            # one cache of template environments for every run, made by an untimed build
+            # first, so no timed run pays for making it
+            cache = {"CADILLAC_CACHE_DIR": str(work / "cache")}
+            run(matrix, work / "warm" / "home", server.api_base, 1, ["--task", "wf-1"], cache)
+            server.requests.clear()
+            one, r1 = run(matrix, work / "j1" / "home", server.api_base, 1, [], cache)
+            many, rn = run(matrix, work / "jn" / "home", server.api_base, args.jobs, [], cache)
             same = verdicts(r1) == verdicts(rn)
             print(
                 f"{args.tasks} tasks x 1 repeat, model answers after {args.delay:g} s "
@@ -101,7 +107,7 @@ def main() -> None:
             if not args.no_ray:
                 cluster = start_cluster(workers=1)
                 try:
-                    env = cluster.client_env()
+                    env = {**cluster.client_env(), **cache}
                     ray = ["--engine", "ray", "--ray-address", cluster.address]
                     t1, q1 = run(matrix, work / "r1" / "home", server.api_base, 1, ray, env)
                     tn, qn = run(matrix, work / "rn" / "home", server.api_base, args.jobs, ray, env)
