@@ -16,14 +16,11 @@ with a line that says so. Ctrl-C or SIGTERM cancels the trials in flight.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import threading
 from pathlib import Path
 
 from orchestrator.bench.engines.config import EngineConfig
-from orchestrator.bench.engines.ray_engine import NODE_CACHE, RaySession, task_files, unpack
+from orchestrator.bench.engines.ray_engine import RaySession, on_node, task_files, unpack
 from orchestrator.bench.engines.records import collect, write_records
 from orchestrator.bench.results import MatrixResults
 from orchestrator.errors import CadillacError
@@ -50,11 +47,7 @@ def code_files(code: Path) -> dict[str, bytes]:
 def remote_trial(runner_args: dict, code: dict, matrix: dict, memory: dict, label, spec, keys):
     """The Ray task: one trial and its judging on this node; (how it ended, the message,
     the results, each build's records by run id)."""
-    work = Path(tempfile.mkdtemp(prefix="cadillac-trial-"))
-    saved = {name: os.environ.get(name) for name in [*keys, "CADILLAC_CACHE_DIR"]}
-    try:
-        os.environ.update(keys)
-        os.environ["CADILLAC_CACHE_DIR"] = str(Path(tempfile.gettempdir()) / NODE_CACHE)
+    with on_node("cadillac-trial-", keys) as work:
         for folder, files in (("code", code), ("matrix", matrix), ("home", memory)):
             (work / folder).mkdir()
             unpack(work / folder, files)
@@ -74,13 +67,6 @@ def remote_trial(runner_args: dict, code: dict, matrix: dict, memory: dict, labe
             if BUILD_ID.fullmatch(run.run_id) and (runs / run.run_id).is_dir()
         }
         return "ok", "", results, records
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        shutil.rmtree(work, ignore_errors=True)
 
 
 class RayTrials(SandboxedMatrix):

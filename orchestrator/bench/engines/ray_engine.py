@@ -34,12 +34,15 @@ import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from orchestrator.bench.engines.config import EngineConfig
 from orchestrator.bench.engines.records import collect
 from orchestrator.bench.engines.worker import BuildJob, Outcome, failed, run_job
 from orchestrator.errors import CadillacError
+from orchestrator.home import CACHE_ENV_VAR
 from orchestrator.sandbox.files import read_regular
 from orchestrator.version import source_digest
 
@@ -114,13 +117,29 @@ def unpack(root: Path, files: dict[str, bytes]) -> None:
         target.write_bytes(data)
 
 
-def remote_build(job: BuildJob, home_files: dict[str, bytes], task: dict[str, bytes], keys):
-    """The Ray task: one build in a home made for it on this node (see the module docstring)."""
-    work = Path(tempfile.mkdtemp(prefix="cadillac-build-"))
-    saved = {name: os.environ.get(name) for name in keys}
+@contextmanager
+def on_node(prefix: str, keys: dict[str, str]) -> Iterator[Path]:
+    """A fresh folder on this node for one remote task, with the model's ``keys`` set and
+    the node's shared template cache, unless the node names its own; both undone after."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    names = [*keys, CACHE_ENV_VAR]
+    saved = {name: os.environ.get(name) for name in names}
     try:
         os.environ.update(keys)
-        os.environ.setdefault("CADILLAC_CACHE_DIR", str(Path(tempfile.gettempdir()) / NODE_CACHE))
+        os.environ.setdefault(CACHE_ENV_VAR, str(Path(tempfile.gettempdir()) / NODE_CACHE))
+        yield work
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def remote_build(job: BuildJob, home_files: dict[str, bytes], task: dict[str, bytes], keys):
+    """The Ray task: one build in a home made for it on this node (see the module docstring)."""
+    with on_node("cadillac-build-", keys) as work:
         home = work / "home"
         home.mkdir()
         unpack(home, home_files)
@@ -137,13 +156,6 @@ def remote_build(job: BuildJob, home_files: dict[str, bytes], task: dict[str, by
         if outcome.run.run_id:
             outcome.files = collect(home / "runs" / outcome.run.run_id)
         return outcome
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def _signal_handlers() -> dict:
