@@ -36,6 +36,7 @@ DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
 WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 FRESH_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+READ_CHUNK = 1 << 20
 
 
 class UnsafeFile(OSError):
@@ -84,10 +85,23 @@ def _open(path: Path, flags: int, mode: int = 0o644, dir_fd: int | None = None) 
 
 
 def read_regular(path: Path, limit: int | None = None) -> bytes:
-    """The bytes of a regular file (at most ``limit``), refusing links and special files."""
+    """The bytes of a regular file (at most ``limit``), refusing links and special files.
+
+    A limit is read a chunk at a time: ``read(limit)`` would set aside the whole limit
+    (a gibibyte for the code index) before reading a few bytes."""
     fd = _open(Path(path), READ_FLAGS)
     with os.fdopen(fd, "rb") as fh:
-        return fh.read() if limit is None else fh.read(limit)
+        if limit is None:
+            return fh.read()
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            chunk = fh.read(min(left, READ_CHUNK))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
 
 
 def read_text(path: Path) -> str:

@@ -105,3 +105,26 @@ def test_the_egress_gate_logs_through_no_link_and_still_decides(tmp_path, outsid
     assert outside.read_text() == "# the user's shell\n"
     assert [d["host"] for d in gate.decisions] == ["evil.example"]
     assert "symbolic link" in gate.log_refused
+
+
+def test_a_read_with_a_limit_holds_what_it_read_not_the_limit(tmp_path):
+    """The code index reads its files with a 1 GiB limit; a read that set the limit aside
+    first held a gibibyte for a 3-byte file (and made every matrix run's peak 1 GiB)."""
+    import tracemalloc
+
+    from orchestrator.sandbox.files import read_regular
+
+    small = tmp_path / "small"
+    small.write_bytes(b"abc")
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * (3 * 2**20 + 5))
+    tracemalloc.start()
+    try:
+        assert read_regular(small, 1 << 30) == b"abc"
+        held = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert held < 4 * 2**20, held
+    assert read_regular(big, 1 << 30) == big.read_bytes()
+    assert read_regular(big, 2**20 + 7) == b"x" * (2**20 + 7)
+    assert read_regular(big, 0) == b""
