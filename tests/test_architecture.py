@@ -60,6 +60,16 @@ ALLOWED: dict[str, set[str]] = {
         "orchestrator.improve",
         "orchestrator.llm",
     },
+    "orchestrator.serve": {
+        CORE,
+        "memory",
+        "phases",
+        "orchestrator.bench",
+        "orchestrator.improve",
+        "orchestrator.loop",
+        "orchestrator.nightly",
+        "orchestrator.sandbox",
+    },
     "orchestrator.cli": {
         CORE,
         "memory",
@@ -72,6 +82,7 @@ ALLOWED: dict[str, set[str]] = {
         "orchestrator.llm",
         "orchestrator.nightly",
         "orchestrator.sandbox",
+        "orchestrator.serve",
     },
 }
 """Layer -> the other layers it may import. The order of the table is the direction."""

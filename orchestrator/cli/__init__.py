@@ -37,12 +37,13 @@ from orchestrator.cli import (
     nightly,
     output,
     runs,
+    serve,
     skills,
 )
 from orchestrator.cli.args import Parser, UsageError, home_options
 from orchestrator.errors import CadillacError
 
-GROUPS = (memory, skills, build, runs, enhance, index, matrix, improve, nightly)
+GROUPS = (memory, skills, build, runs, enhance, index, matrix, improve, nightly, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

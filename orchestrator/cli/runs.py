@@ -26,14 +26,15 @@ from orchestrator.cli import output
 from orchestrator.cli.args import UsageError, actions, checked_home, command, number, positive
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
+from orchestrator.serve.listing import (
+    KINDS,
+    STATUSES,
+    all_runs,
+    matrix_row,
+    nightly_live,
+    nightly_row,
+)
 
-KINDS = ("build", "enhance", "iterate", "matrix", "improve", "nightly")
-"""What ``--kind`` takes: a build's kind (read from its task.json) or the other kinds'
-(``BUILD_KINDS`` and ``OTHER_KINDS`` of :mod:`orchestrator.loop.runs`, which ``--help``
-does not load; a test holds them equal)."""
-STATUSES = ("running", "passed", "failed", "stopped", "interrupted", "finished", "unreadable")
-"""What ``--status`` takes: a build's statuses, ``finished`` (matrix, improve, nightly) and
-``unreadable``."""
 DAY_S = 86400.0
 
 
@@ -139,154 +140,6 @@ def _what(row: dict) -> str:
     return escape(output.short(one_line(what), 90))
 
 
-def all_runs(home: Home) -> list[dict]:
-    """A row per run in runs/, newest first: builds as :meth:`Run.row` makes them, and a
-    row of the same keys (and ``what``) per matrix, improve and nightly run.
-
-    A run whose record says it is still going is checked where it can be: a build holds
-    its run's lock, an improve cycle its repository's lock and a nightly the home's; when
-    the lock is free the process is gone and the run reads ``interrupted``; a matrix run
-    holds its folder's ``run.lock``."""
-    from orchestrator.loop.runs import RunUnreadable, id_time, list_runs, other_kind
-
-    rows = [run.row() for run in list_runs(home.runs_dir)]
-    if home.runs_dir.is_dir():
-        others = [p for p in home.runs_dir.iterdir() if p.is_dir() and other_kind(p.name)]
-        improve_live = _improve_live(home)
-        nightly_live = _nightly_live(home)
-        for folder in others:
-            kind = other_kind(folder.name)
-            row = {
-                "run_id": folder.name,
-                "kind": kind,
-                "task": None,
-                "status": "unreadable",
-                "phases_passed": None,
-                "cost_usd": None,
-                "started": id_time(folder.name),
-                "ended": None,
-                "reason": "",
-                "what": "",
-            }
-            try:
-                if kind == "matrix":
-                    _matrix_row(folder, row)
-                elif kind == "improve":
-                    _improve_row(folder, row, improve_live)
-                else:
-                    _nightly_row(folder, row, nightly_live)
-            except RunUnreadable as exc:
-                row["status"], row["reason"] = "unreadable", exc.why
-            rows.append(row)
-    return sorted(rows, key=lambda r: (r["started"] or 0.0, r["run_id"]), reverse=True)
-
-
-def _matrix_row(folder: Path, row: dict) -> None:
-    from orchestrator.bench.results import MatrixResults
-    from orchestrator.loop.runs import lock_held, read_record
-
-    path = folder / "results.json"
-    if not path.exists():  # written when the first build ends
-        if lock_held(folder / "run.lock"):
-            row["status"], row["reason"] = "running", "no results yet: no build has ended"
-        else:
-            row["status"] = "interrupted"
-            row["reason"] = "killed before any build ended (no matrix run holds its lock)"
-        return
-    r = read_record(path, MatrixResults, folder.name)
-    row.update(started=r.started, ended=r.ended, cost_usd=r.cost_usd, reason=r.stopped_because)
-    if r.ended is None:
-        live = lock_held(folder / "run.lock")
-        row["status"] = "running" if live else "interrupted"
-        if not live:
-            row["reason"] = "its process is gone (no matrix run holds its lock): killed"
-    elif r.stopped_because == "interrupted":
-        row["status"] = "interrupted"
-    else:
-        row["status"] = "stopped" if r.stopped_because else "finished"
-    score = "no score" if r.score is None else f"score {r.score:.3f}"
-    row["what"] = f"{Path(r.matrix).name}, {r.model}: {len(r.runs)} build(s), {score}"
-
-
-def _improve_summaries(home: Home) -> list[tuple[Path, object]]:
-    """The readable improve summaries, standalone and inside nightly runs."""
-    from orchestrator.improve.records import ImproveSummary
-    from orchestrator.loop.runs import RunUnreadable, read_record
-
-    found = []
-    for folder in [*home.runs_dir.glob("improve-*"), *home.runs_dir.glob("nightly-*/improve")]:
-        try:
-            found.append((folder, read_record(folder / "summary.json", ImproveSummary, "")))
-        except RunUnreadable:
-            continue
-    return found
-
-
-def _improve_live(home: Home) -> set[Path]:
-    """The improve runs (folders) whose cycle is running: for each repository whose improve
-    lock is held, its newest improve run without an end (one cycle at a time per repository;
-    an older one without an end was killed)."""
-    newest: dict[str, tuple[float, Path]] = {}
-    for folder, s in _improve_summaries(home):
-        if s.ended is None and (s.repo not in newest or s.started > newest[s.repo][0]):
-            newest[s.repo] = (s.started, folder)
-    from orchestrator.improve.git import cycle_running
-
-    return {folder for repo, (_, folder) in newest.items() if cycle_running(Path(repo))}
-
-
-def _improve_row(folder: Path, row: dict, live: set[Path]) -> None:
-    from orchestrator.improve.records import ImproveSummary
-    from orchestrator.loop.runs import read_record
-
-    s = read_record(folder / "summary.json", ImproveSummary, folder.name)
-    row.update(started=s.started, ended=s.ended, cost_usd=s.cost_usd, reason=s.stopped_because)
-    if s.ended is None:
-        row["status"] = "running" if folder in live else "interrupted"
-        if folder not in live:
-            row["reason"] = "its process is gone (no cycle holds the repository's lock)"
-    else:
-        row["status"] = s.state()
-    kept = sum(1 for it in s.iterations if it.status == "accepted")
-    row["what"] = f"{s.repo}: {len(s.iterations)} iteration(s), {kept} kept; {row['reason']}"
-
-
-def _nightly_live(home: Home) -> Path | None:
-    """The nightly run that is running: the newest one that says so, while the home's nightly
-    lock is held (one nightly at a time per home)."""
-    from orchestrator.nightly.records import NightlyLock
-
-    running = []
-    for path in home.runs_dir.glob("nightly-*/nightly.json"):
-        try:
-            record = json.loads(path.read_bytes())
-        except (OSError, ValueError):
-            continue
-        if isinstance(record, dict) and record.get("status") == "running":
-            started = record.get("started")
-            running.append((started if isinstance(started, int | float) else 0.0, path.parent))
-    if not running or NightlyLock(home).acquire_probe():
-        return None
-    return max(running)[1]
-
-
-def _nightly_row(folder: Path, row: dict, live: Path | None) -> None:
-    from orchestrator.loop.runs import read_record
-    from orchestrator.nightly.records import NightlyRecord
-
-    r = read_record(folder / "nightly.json", NightlyRecord, folder.name)
-    row.update(started=r.started, ended=r.ended, reason=r.reason, status=r.status)
-    if r.status == "running" and folder != live:
-        row["status"] = "interrupted"
-        row["reason"] = "its process is gone (nobody holds the nightly lock)"
-    models = ", ".join(
-        f"{name} {model}"
-        for name, model in (("model", r.model), ("improver", r.improver_model))
-        if model
-    )
-    row["what"] = "; ".join(part for part in (models, row["reason"]) if part)
-
-
 # ---------------------------------------------------------------------------- runs show
 def runs_show(args: argparse.Namespace) -> int:
     from orchestrator.loop.runs import Run, check_run_id, other_kind
@@ -375,7 +228,7 @@ def _show_matrix(home: Home, folder: Path, as_json: bool) -> None:
         print(path.read_text(encoding="utf-8"))
         return
     row: dict = {}
-    _matrix_row(folder, row)
+    matrix_row(folder, row)
     console = output.out()
     why = f": {row['reason']}" if row["reason"] else ""
     ended = f", ended {_when(r.ended)}" if r.ended else ""
@@ -422,7 +275,7 @@ def _show_nightly(home: Home, folder: Path, as_json: bool) -> None:
         print(path.read_text(encoding="utf-8"))
         return
     row: dict = {}
-    _nightly_row(folder, row, _nightly_live(home))
+    nightly_row(folder, row, nightly_live(home))
     r = read_record(path, NightlyRecord, folder.name)
     why = f": {row['reason']}" if row["reason"] else ""
     lines = [

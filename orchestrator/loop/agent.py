@@ -15,7 +15,9 @@ build boosts the lessons the model cited as applied and the skills it was shown;
 one penalises the lessons whose trigger the failure echoes, and the skills. A passing build
 whose work recurs (:mod:`orchestrator.loop.skills`) drafts a skill. Every step is an event
 in the run (:meth:`Builder.emit`) as it happens, and the summary is rewritten after each
-phase. The memory part of the prompt (notes and lessons) is built once per build
+phase; every round, with the model's message, its tool calls and their results, and every
+reflection is a line of the run's ``trajectory.jsonl`` (:mod:`orchestrator.loop.trajectory`)
+when it ends. The memory part of the prompt (notes and lessons) is built once per build
 (:mod:`orchestrator.loop.memory_view`); the model changes the memory in-band with the
 memory tool (:mod:`orchestrator.loop.memory_tool`). A user's plugins hear of the build
 through hooks (:mod:`orchestrator.hooks`) and can never break it.
@@ -54,6 +56,7 @@ from orchestrator.hooks import Hooks
 from orchestrator.llm.client import LLMClient, LLMConfig, ModelError, ToolCall, check_model
 from orchestrator.llm.prices import cost_stop
 from orchestrator.loop import source as sources
+from orchestrator.loop import trajectory
 from orchestrator.loop.context import compact
 from orchestrator.loop.knowledge import Knowledge
 from orchestrator.loop.learning import DeferredLearning, HomeLearning, Learning
@@ -71,6 +74,13 @@ from orchestrator.loop.runs import (
     new_run_id,
 )
 from orchestrator.loop.skills import draft_skill, find_recurrence
+from orchestrator.loop.trajectory import (
+    CheckStep,
+    DrawnLesson,
+    ReflectionRecord,
+    RoundRecord,
+    ToolStep,
+)
 from orchestrator.sandbox.executor import ExecConfig, check_sandbox, run_command
 from orchestrator.sandbox.files import what_is
 from orchestrator.sandbox.installs import InstallStep, project_env
@@ -171,6 +181,8 @@ class PhaseRun:
     part: str = ""
     """The system message after the build's stable prefix (the phase's own part)."""
     started: float = field(default_factory=time.perf_counter)
+    current: RoundRecord | None = None
+    """The round going on: written to trajectory.jsonl when it ends."""
 
 
 class Builder:
@@ -493,25 +505,58 @@ class Builder:
         if self.memory_changed:
             self._rebuild_memory(p)
         compact(p.messages, self.config.context_chars)
+        started = time.perf_counter()
         reply = self.llm.complete(p.messages, TOOLS, stable_chars=len(self.prefix))
         p.messages.append(reply.as_message())
-        if not reply.tool_calls:
-            p.messages.append({"role": "user", "content": NUDGE})
-            p.emit("no_tool_call")
-            return
-        finish = None
-        for call in reply.tool_calls:
-            finish = self.execute(p, call) or finish
-        if finish is not None:
-            self.check(p, finish)
+        p.current = RoundRecord(
+            phase=r.phase,
+            round=r.rounds,
+            text=reply.content,
+            model=reply.model,
+            tokens_in=reply.tokens_in,
+            tokens_out=reply.tokens_out,
+            cost_usd=reply.cost_usd,
+        )
+        try:
+            if not reply.tool_calls:
+                p.messages.append({"role": "user", "content": NUDGE})
+                p.current.nudged = True
+                p.emit("no_tool_call")
+                return
+            finish = None
+            for call in reply.tool_calls:
+                finish = self.execute(p, call) or finish
+            if finish is not None:
+                self.check(p, finish)
+        except PhaseEnded:
+            raise
+        except BaseException as exc:  # the round is recorded as far as it went
+            p.current.ended = f"{type(exc).__name__}: {exc}"[:500]
+            raise
+        finally:
+            p.current.seconds = round(time.perf_counter() - started, 3)
+            trajectory.append(self.run.dir, p.current)
+            p.current = None
 
     def execute(self, p: PhaseRun, call: ToolCall) -> FinishRequest | None:
         """Dispatch one tool call; its result goes back to the model as the tool message."""
         self._progress(p, call.name)
+        started = time.perf_counter()
         out = self.toolbox.dispatch(call.name, call.arguments)
         if out.ok and call.name in WRITING_TOOLS:
             self.project.model_wrote(written_path(call.arguments))
         p.messages.append({"role": "tool", "tool_call_id": call.id, "content": out.content})
+        if p.current is not None:
+            p.current.tools.append(
+                ToolStep(
+                    id=call.id,
+                    name=call.name,
+                    arguments=call.arguments,
+                    ok=out.ok,
+                    result=out.content,
+                    seconds=round(time.perf_counter() - started, 3),
+                )
+            )
         error = None if out.ok else out.content[:300]
         p.emit(
             "tool",
@@ -537,11 +582,14 @@ class Builder:
         p.emit(
             "check", passed=check.passed, summary=check.summary, cited=cited, unknown_ids=unknown
         )
+        sent = check.for_model()
+        if p.current is not None:
+            p.current.check = CheckStep(passed=check.passed, summary=check.summary, sent=sent)
         if check.passed:
             # the transcript's end, for the reflection
-            p.messages.append({"role": "user", "content": check.for_model()})
+            p.messages.append({"role": "user", "content": sent})
             raise PhasePassed(check.summary)
-        self.failure = check.for_model()
+        self.failure = sent
         p.messages.append({"role": "user", "content": self.failure})
 
     # ------------------------------------------------------------------ around the loop
@@ -686,8 +734,18 @@ class Builder:
             return
         for reason in skipped:
             self.emit("reflection_skipped_line", phase=r.phase, reason=reason)
+        record = ReflectionRecord(phase=r.phase, answer=answer, skipped=list(skipped))
         for lesson in lessons:
             stored_id, merged = self.learning.save_lesson(lesson)
+            record.lessons.append(
+                DrawnLesson(
+                    id=stored_id,
+                    type=lesson.type,
+                    polarity=lesson.polarity,
+                    trigger=lesson.trigger,
+                    fix=lesson.fix,
+                )
+            )
             if stored_id is not None:
                 self.summary.lessons_saved.append(stored_id)
             self.emit(
@@ -699,6 +757,7 @@ class Builder:
                 trigger=lesson.trigger,
             )
             self._hook("lesson_saved", lesson=_lesson_payload(lesson, stored_id))
+        trajectory.append(self.run.dir, record)
         self.emit(
             "reflection",
             phase=r.phase,

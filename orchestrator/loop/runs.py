@@ -19,6 +19,8 @@ it made there.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
 import secrets
 import shutil
@@ -126,17 +128,26 @@ class PhaseSummary(BaseModel):
 
 def lock_held(path: Path) -> bool:
     """Whether a live process holds the lock file at ``path`` (a killed one holds nothing:
-    the kernel drops its locks). A lock that cannot be taken for another reason (a folder
-    not ours to write) is not held by a run of ours."""
-    probe = FileLock(str(path), timeout=0)
+    the kernel drops its locks). Asked without writing anything: the file is opened for
+    reading (a missing file is a lock nobody holds; a link is never followed) and a shared
+    lock is tried and let go at once, so a listing or the dashboard creates no lock file
+    and takes no lock a starting run could find taken. A file that cannot be opened for
+    another reason (a folder not ours to read) is not held by a run of ours."""
     try:
-        probe.acquire()
-    except Timeout:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
         return True
     except OSError:
         return False
-    probe.release()
-    return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 class RunSummary(BaseModel):
@@ -472,6 +483,7 @@ class Run:
             "status": "unreadable",
             "phases_passed": 0,
             "cost_usd": None,
+            "tokens": None,
             "started": id_time(self.id),
             "ended": None,
             "reason": "",
@@ -493,6 +505,7 @@ class Run:
         if s is not None:
             row["phases_passed"] = sum(p.outcome == "passed" for p in s.phases)
             row["cost_usd"], row["started"], row["ended"] = s.cost_usd, s.started, s.ended
+            row["tokens"] = s.tokens_in + s.tokens_out
             row["reason"] = row["reason"] or s.reason
         return row
 

@@ -84,13 +84,16 @@ def _open(path: Path, flags: int, mode: int = 0o644, dir_fd: int | None = None) 
     return fd
 
 
-def read_regular(path: Path, limit: int | None = None) -> bytes:
-    """The bytes of a regular file (at most ``limit``), refusing links and special files.
+def read_regular(path: Path, limit: int | None = None, offset: int = 0) -> bytes:
+    """The bytes of a regular file from ``offset`` on (at most ``limit``), refusing links
+    and special files.
 
     A limit is read a chunk at a time: ``read(limit)`` would set aside the whole limit
     (a gibibyte for the code index) before reading a few bytes."""
     fd = _open(Path(path), READ_FLAGS)
     with os.fdopen(fd, "rb") as fh:
+        if offset:
+            fh.seek(offset)
         if limit is None:
             return fh.read()
         chunks: list[bytes] = []

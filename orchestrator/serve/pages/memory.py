@@ -1,0 +1,5 @@
+"""The memory page (to be filled)."""
+
+from __future__ import annotations
+
+routes: list = []
