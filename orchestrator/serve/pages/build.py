@@ -24,7 +24,7 @@ from starlette.routing import Route
 
 from orchestrator.loop.runs import Event, Run, RunSummary, TaskRecord, check_run_id
 from orchestrator.loop.trajectory import ReflectionRecord, RoundRecord, read_trajectory
-from orchestrator.sandbox.files import read_regular
+from orchestrator.sandbox.files import read_regular, what_is
 from orchestrator.serve.render import page
 from phases import PHASES
 
@@ -156,7 +156,7 @@ def _shots(folder: Path) -> list[str]:
         names = sorted(p.name for p in folder.iterdir())
     except OSError:
         return []
-    return [n for n in names if SHOT_NAME.fullmatch(n) and (folder / n).is_file()][:200]
+    return [n for n in names if SHOT_NAME.fullmatch(n) and what_is(folder / n) is None][:200]
 
 
 def _lesson_ids(summary, events, reflections) -> set[str]:

@@ -4,6 +4,7 @@ which shows a run on the page of its kind."""
 from __future__ import annotations
 
 import time
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.routing import Route
@@ -46,9 +47,10 @@ def runs_page(request: Request):
     number = min(number, pages)
     q = request.query_params
     kept = {k: v for k, v in q.items() if k in ("kind", "status", "q") and v}
+    template = "_runs_rows.html" if q.get("part") == "rows" else "runs.html"
     return page(
         request,
-        "runs.html",
+        template,
         title="Runs",
         rows=found[(number - 1) * size : number * size],
         total=len(found),
@@ -58,6 +60,7 @@ def runs_page(request: Request):
         statuses=STATUSES,
         chosen=kept,
         live=sum(r["status"] == "running" for r in found),
+        refresh="?" + urlencode({**kept, "page": number, "part": "rows"}),
     )
 
 

@@ -3,6 +3,23 @@
 // the same ones the page was made with; this file only puts them in place.
 "use strict";
 (function () {
+  // the runs page: its rows again every few seconds while the tab is in view (a run that
+  // starts appears, a running one shows its progress)
+  const table = document.querySelector("table.runs[data-refresh]");
+  if (table) {
+    const body = table.querySelector("tbody");
+    const refresh = async () => {
+      if (document.visibilityState !== "visible") return;
+      try {
+        const response = await fetch(table.dataset.refresh, { credentials: "same-origin" });
+        if (response.ok) body.innerHTML = await response.text();
+      } catch (e) {
+        /* the server went away: the page keeps what it shows */
+      }
+    };
+    setInterval(refresh, 2000);
+  }
+
   const main = document.querySelector("main[data-stream]");
   if (!main || !window.EventSource) return;
   const source = new EventSource(main.dataset.stream);
