@@ -10,8 +10,9 @@ else gets 403 and one line saying what is missing. Tokens are compared in consta
 
 **The headers.** Every response says: no script but the server's own files, no inline
 script or style, no frame, no plugin, nothing fetched from another origin
-(``Content-Security-Policy``), no MIME sniffing, no Referer. A page that shows what a model
-wrote can then at worst show it, never run it.
+(``Content-Security-Policy``), no MIME sniffing, no Referer. A page that shows what a
+model wrote can then at worst show it, never run it. ``Server-Timing`` says how long the
+server took to start answering (``benchmarks/bench_serve.py`` reads it).
 
 **Read only.** No route writes the home: the pages read records with the same readers the
 command line uses, and a lock is probed without being taken
@@ -21,6 +22,7 @@ command line uses, and a lock is probed without being taken
 from __future__ import annotations
 
 import secrets
+import time
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlencode
 
@@ -70,9 +72,16 @@ class Guard:
             await self.app(scope, receive, send)
             return
 
+        started = time.perf_counter()
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *HEADERS]
+                took = f"app;dur={(time.perf_counter() - started) * 1000:.1f}".encode()
+                message["headers"] = [
+                    *message.get("headers", []),
+                    *HEADERS,
+                    (b"server-timing", took),
+                ]
             await send(message)
 
         request = Request(scope)
@@ -129,4 +138,5 @@ def make_app(home: Home, config: ServeConfig | None = None, port: int | None = N
     )
     app.state.home = home
     app.state.config = config
+    app.state.rows = {}  # the runs page's settled rows (orchestrator.serve.listing.all_runs)
     return Guard(app, config.token, config.port if port is None else port)

@@ -11,6 +11,7 @@ without being taken (:func:`orchestrator.loop.runs.lock_held`).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from orchestrator.home import Home
@@ -24,19 +25,73 @@ STATUSES = ("running", "passed", "failed", "stopped", "interrupted", "finished",
 ``unreadable``."""
 
 
-def all_runs(home: Home) -> list[dict]:
+UNSETTLED = ("running", "interrupted", "unreadable")
+"""Statuses a row is made again for on every listing (a run's process may end or come back,
+a record being written may become readable); the others are kept while the run's records
+are unchanged."""
+
+
+def _stamp(folder: str, names: tuple[str, ...]) -> tuple:
+    """The size and modification time of each record: a row made from them stands while
+    these stand."""
+    out: list = []
+    for name in names:
+        try:
+            st = os.stat(f"{folder}/{name}", follow_symlinks=False)
+            out += [st.st_size, st.st_mtime_ns]
+        except OSError:
+            out += [None, None]
+    return tuple(out)
+
+
+RECORDS = {
+    "build": ("task.json", "summary.json"),
+    "matrix": ("results.json",),
+    "improve": ("summary.json",),
+    "nightly": ("nightly.json",),
+}
+
+
+def all_runs(home: Home, cache: dict | None = None) -> list[dict]:
     """A row per run in runs/, newest first: builds as :meth:`Run.row` makes them, and a
     row of the same keys (and ``what``) per matrix, improve and nightly run.
 
     A run whose record says it is still going is checked where it can be: a build holds
     its run's lock, an improve cycle its repository's lock and a nightly the home's; when
     the lock is free the process is gone and the run reads ``interrupted``; a matrix run
-    holds its folder's ``run.lock``."""
-    from orchestrator.loop.runs import RunUnreadable, id_time, list_runs, other_kind
+    holds its folder's ``run.lock``.
 
-    rows = [run.row() for run in list_runs(home.runs_dir)]
-    if home.runs_dir.is_dir():
-        others = [p for p in home.runs_dir.iterdir() if p.is_dir() and other_kind(p.name)]
+    With a ``cache`` (a dict the caller keeps: the dashboard's), a settled run's row is
+    made once and kept while its records' sizes and times are unchanged: a listing of a
+    thousand runs reads only what changed."""
+    from orchestrator.loop.runs import BUILD_ID, Run, RunUnreadable, id_time, other_kind
+
+    rows: list[dict] = []
+    if not home.runs_dir.is_dir():
+        return rows
+    others: list[Path] = []
+    with os.scandir(home.runs_dir) as entries:
+        names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+    for name in names:
+        folder = f"{home.runs_dir}/{name}"
+        kind = other_kind(name)
+        if kind is None and not (BUILD_ID.fullmatch(name) or os.path.isfile(f"{folder}/task.json")):
+            continue
+        stamp = _stamp(folder, RECORDS[kind or "build"]) if cache is not None else None
+        kept = cache.get(name) if cache is not None else None
+        if kept is not None:
+            if kept[0] == stamp:
+                rows.append(dict(kept[1]))
+                continue
+            del cache[name]
+        if kind is not None:
+            others.append(home.runs_dir / name)
+            continue
+        row = Run(home.runs_dir, name).row()
+        if cache is not None and row["status"] not in UNSETTLED:
+            cache[name] = (stamp, dict(row))
+        rows.append(row)
+    if others:
         cycles = improve_live(home)
         night = nightly_live(home)
         for folder in others:
@@ -63,6 +118,8 @@ def all_runs(home: Home) -> list[dict]:
                     nightly_row(folder, row, night)
             except RunUnreadable as exc:
                 row["status"], row["reason"] = "unreadable", exc.why
+            if cache is not None and row["status"] not in UNSETTLED:
+                cache[folder.name] = (_stamp(str(folder), RECORDS[kind]), dict(row))
             rows.append(row)
     return sorted(rows, key=lambda r: (r["started"] or 0.0, r["run_id"]), reverse=True)
 

@@ -47,3 +47,8 @@ def hostile(messages, tools):
             {"name": "finish_phase", "arguments": {"summary": HOSTILE, "applied_lessons": []}}
         ],
     }
+
+
+def wordfreq_now(messages, tools):
+    """The demo's builder, answering at once (the benchmark's one real build)."""
+    return wordfreq.policy(messages, tools)

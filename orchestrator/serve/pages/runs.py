@@ -22,7 +22,7 @@ def rows(request: Request) -> list[dict]:
     words = (q.get("q") or "").lower().split()
     now = time.time()
     found = []
-    for row in all_runs(request.app.state.home):
+    for row in all_runs(request.app.state.home, request.app.state.rows):
         if kind not in (None, row["kind"]) or status not in (None, row["status"]):
             continue
         text = " ".join(str(row.get(k) or "") for k in ("run_id", "task", "what", "reason"))

@@ -170,3 +170,25 @@ def test_serve_prints_its_url_with_a_token_and_stops_on_sigterm(home):
         process.terminate()
         out, err = process.communicate(timeout=20)
     assert "Traceback" not in err, err
+
+
+def test_the_runs_listing_keeps_a_settled_row_only_while_its_records_stand(built_home):
+    from orchestrator.serve.listing import all_runs
+
+    build, _ = build_ids(built_home)
+    home, cache = Home(built_home), {}
+    fresh = all_runs(home)
+    assert all_runs(home, cache) == fresh and build in cache
+    assert all_runs(home, cache) == fresh  # from the cache
+    path = built_home / "runs" / build / "summary.json"
+    kept = path.read_text()
+    try:
+        path.write_text(kept.replace('"status": "passed"', '"status": "failed"'))
+        (row,) = [r for r in all_runs(home, cache) if r["run_id"] == build]
+        assert row["status"] == "failed"
+        path.write_text("{not json")
+        (row,) = [r for r in all_runs(home, cache) if r["run_id"] == build]
+        assert row["status"] == "unreadable" and build not in cache
+    finally:
+        path.write_text(kept)
+    assert all_runs(home, cache) == fresh
