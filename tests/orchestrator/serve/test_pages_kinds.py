@@ -292,7 +292,7 @@ def test_a_matrix_page_shows_stats_verdicts_and_links_only_builds_in_this_home(h
     assert "2 not started" in html
     assert f"<b>{r.score:.3f}</b> (train 0.375, holdout 0.000)" in html
     assert "$0.7500" in html and "3,000" in html  # wf-a's cost and tokens
-    assert "0.750" in html and "0.500" in html  # wf-a's mean and spread
+    assert '<td class="num">0.750</td>\n  <td class="num">0.500</td>' in html  # wf-a's mean, spread
     assert "1 min 00 s" in html  # wf-a's mean time per build
     assert "budget_exhausted" in html and "not_scored" in html and "tampered" in html
     assert html.count(f'href="/runs/{here}"') == 2
