@@ -9,11 +9,12 @@ import json
 import os
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from starlette.testclient import TestClient
 
-from memory import MemoryStore
+from memory import MemoryStore, snapshot
 from memory.notes import NoteFolder, NoteSource, new_note
 from memory.skills import Skill, SkillBook
 from orchestrator.cli import main
@@ -182,17 +183,17 @@ def test_skills_of_both_scopes_with_their_outcomes_and_text(home: Path):
     made = Skill(name="flask-app", description="Start a Flask app", tags=["flask"], body=SKILL_BODY)
     book.save(made)
     book.save(made.model_copy(update={"name": "go-cli", "scope": "global", "description": "Go"}))
-    book.record_outcome(["flask-app"], passed=True)
-    book.record_outcome(["flask-app"], passed=False)
+    for passed in (True, True, False):
+        book.record_outcome(["flask-app"], passed=passed)
     c = client(home)
     page = c.get("/memory/skills")
     home_part, global_part = page.text.split('class="skills scope-global"')
     row = next(r for r in home_part.split("<tr")[1:] if "flask-app" in r)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
-    assert cells[1:6] == ["Start a Flask app", "0.50", "2", "1", "1"]
+    assert cells[1:6] == ["Start a Flask app", "0.60", "3", "2", "1"]
     assert "go-cli" in global_part and "go-cli" not in home_part
     skill = c.get("/memory/skills/flask-app")
-    assert "1. Make the app factory." in skill.text and "2 uses: 1 passed, 1 failed" in skill.text
+    assert "1. Make the app factory." in skill.text and "3 uses: 2 passed, 1 failed" in skill.text
     assert c.get("/memory/skills/go-cli").status_code == 200
     assert c.get("/memory/skills/none-such").status_code == 404
 
@@ -242,12 +243,17 @@ def test_model_text_is_escaped_everywhere(home: Path, capsys):
     made = Skill(name="evil", description=hostile, triggers=[SCRIPT], body=SKILL_BODY + hostile)
     SkillBook(home / "skills", global_dir() / "skills").save(made)
     (lesson,) = cli_json(capsys, "memory", "list", "--json")
+    odd = {"id": IMG, "type": "dependency", "trigger": hostile, "fix": "-"}
+    with (home / "memory.jsonl").open("a") as f:
+        f.write(json.dumps(odd) + "\n")
     c = client(home)
+    assert c.get("/memory/lessons/" + quote(IMG, safe="")).status_code == 200
     pages = [
         "/memory",
         "/memory?" + "task=" + SCRIPT,
         "/memory?q=" + "alert",
         f"/memory/lessons/{lesson['id']}",
+        "/memory/lessons/" + quote(IMG, safe=""),
         "/memory/notes",
         "/memory/notes/evil",
         "/memory/notes/evil-g",
@@ -261,17 +267,19 @@ def test_model_text_is_escaped_everywhere(home: Path, capsys):
     assert "&lt;img src=x onerror=alert(1)&gt;" in c.get("/memory/notes/evil").text
 
 
-def test_no_memory_route_writes_the_home(corpus_home: Path, capsys):
+def test_no_memory_route_writes_the_home(corpus_home: Path, capsys, monkeypatch):
     """Every route, on a home with lessons, retired ones, notes, skills and budgets: the
-    home and the global scope are the same tree, byte sizes and mtimes, after as before."""
+    home and the global scope are the same tree, byte sizes and mtimes, after as before
+    (with the store's index snapshot due at this size: cadillac's store would write one)."""
+    monkeypatch.setattr(snapshot, "MIN_LESSONS", 10)
     lessons = cli_json(capsys, "memory", "list", "--json")
     MemoryStore(corpus_home / "memory.jsonl").retire([lessons[3]["id"]], "test")
     assert main(["memory", "remember", "A note.", "--name", "a-note"]) == 0
     assert main(["memory", "remember", "A global note.", "--name", "g-note", "--global"]) == 0
     book = SkillBook(corpus_home / "skills", global_dir() / "skills")
     book.save(Skill(name="a-skill", description="A skill", tags=["flask"], body=SKILL_BODY))
-    for lock in corpus_home.glob("*.lock"):  # the commands' own lock files: not the server's
-        lock.unlink()
+    for made in [*corpus_home.glob("*.lock"), *corpus_home.glob("*.npz")]:
+        made.unlink()  # what the commands left (their locks, their snapshot), not the server
     (global_dir() / "notes" / "MEMORY.md").unlink()  # a read of the catalog would write it
     (corpus_home / "notes" / "MEMORY.md").unlink()
     before = tree(corpus_home, global_dir())
@@ -297,4 +305,18 @@ def test_no_memory_route_writes_the_home(corpus_home: Path, capsys):
     for url in urls:
         assert c.get(url).status_code in (200, 404), url
     assert tree(corpus_home, global_dir()) == before
-    assert not list(corpus_home.glob("*.lock"))
+    assert not list(corpus_home.glob("*.lock")) and not list(corpus_home.glob("*.npz"))
+
+
+def test_a_lesson_added_meanwhile_is_on_the_next_request(corpus_home: Path, capsys):
+    c = client(corpus_home)
+    assert "403 in" in c.get("/memory?q=python").text
+    trigger = "zebra-striped widget rendering stalls the event loop"
+    argv = ["memory", "add", "--type", "performance", "--trigger", trigger, "--fix", "defer it"]
+    assert main(argv) == 0
+    (added,) = [x for x in cli_json(capsys, "memory", "list", "--json") if x["trigger"] == trigger]
+    assert "404 in" in c.get("/memory").text
+    assert lesson_ids(c.get("/memory").text)[0] == added["id"]
+    assert lesson_ids(c.get("/memory?q=zebra").text) == [added["id"]]
+    recalled = c.get("/memory", params={"task": "zebra-striped widget"}).text
+    assert lesson_ids(recalled.split("</section>")[0])[0] == added["id"]
