@@ -198,7 +198,7 @@ def improve_row(folder: Path, row: dict, live: set[Path]) -> None:
 def nightly_live(home: Home) -> Path | None:
     """The nightly run that is running: the newest one that says so, while the home's nightly
     lock is held (one nightly at a time per home)."""
-    from orchestrator.nightly.records import NightlyLock
+    from orchestrator.loop.runs import lock_held
 
     running = []
     for path in home.runs_dir.glob("nightly-*/nightly.json"):
@@ -209,7 +209,7 @@ def nightly_live(home: Home) -> Path | None:
         if isinstance(record, dict) and record.get("status") == "running":
             started = record.get("started")
             running.append((started if isinstance(started, int | float) else 0.0, path.parent))
-    if not running or NightlyLock(home).acquire_probe():
+    if not running or not lock_held(home.root / "nightly.lock"):  # probed, never taken
         return None
     return max(running)[1]
 

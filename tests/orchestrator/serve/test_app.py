@@ -192,3 +192,22 @@ def test_the_runs_listing_keeps_a_settled_row_only_while_its_records_stand(built
     finally:
         path.write_text(kept)
     assert all_runs(home, cache) == fresh
+
+
+def test_a_running_night_is_probed_without_a_lock_file_made(home):
+    """The listing asks whether a nightly holds the home's lock without taking it: taking
+    it made ``nightly.lock`` in the home the dashboard only reads."""
+    import time
+
+    from orchestrator.nightly.records import NightlyRecord
+    from orchestrator.serve.listing import all_runs
+
+    folder = home / "runs" / "nightly-2026-12-01"
+    folder.mkdir(parents=True)
+    record = NightlyRecord(date="2026-12-01", status="running", started=time.time())
+    (folder / "nightly.json").write_text(record.model_dump_json())
+    before = snapshot(home)
+    (row,) = all_runs(Home(home))
+    assert row["status"] == "interrupted"
+    assert bearer(home).get(f"/runs/{folder.name}").status_code == 200
+    assert snapshot(home) == before and not (home / "nightly.lock").exists()
