@@ -145,6 +145,39 @@ def short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _inert_table() -> dict[int, str]:
+    table = {code: chr(0x2400 + code) for code in range(0x20) if chr(code) not in "\n\t"}
+    table[0x7F] = "\u2421"  # ␡
+    shown = (*range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+    for code in (*shown, *range(0xD800, 0xE000)):  # C1 (0x9b is CSI), bidi, lone surrogates
+        table[code] = f"\\u{code:04x}"
+    return table
+
+
+INERT = _inert_table()
+
+
+def inert(text: str) -> str:
+    """``text`` as it may reach a terminal when a model (or a command it ran) wrote it: every
+    control character but newline and tab replaced by something visible (ESC by ``␛``, a
+    carriage return by ``␍``; a C1 control, a bidi override or a lone surrogate by
+    ``\\u009b``), so no escape sequence clears the screen, retitles the window, plants a
+    hyperlink or overwrites a line. A CR LF line end is a line end. rich by itself drops
+    BEL, BS, VT, FF and CR without a trace and lets ESC through; print the result as a
+    ``Text`` (or with ``markup=False``) so no rich markup is read into it either."""
+    return text.replace("\r\n", "\n").translate(INERT)
+
+
+def inert_json(data: object, indent: int | None = None) -> str:
+    """``data`` as JSON for a terminal: C0 controls are escaped by JSON itself, and the few
+    characters it leaves raw (DEL, the C1 controls, bidi overrides) as ``\\u…`` too."""
+    text = json.dumps(data, indent=indent, ensure_ascii=False)
+    return text.translate(_JSON_INERT)
+
+
+_JSON_INERT = {code: f"\\u{code:04x}" for code in INERT if code >= 0x7F}
+
+
 def line(text: str) -> None:
     """One line as it is: no rich markup read into it, no wrapping of a long path."""
     out().print(text, markup=False, soft_wrap=True)

@@ -3,8 +3,10 @@
 ``runs list`` lists every run in runs/ (builds, enhance and iterate builds, matrix,
 improve and nightly runs) with its kind and status, newest first; ``--kind``,
 ``--status`` and ``--limit`` narrow it. ``runs show`` shows one readably (``--json``
-prints its records). A record that cannot be read makes its run ``unreadable`` (with
-the reason) in the list, and ``runs show`` of it an error line.
+prints its records); of a build, ``--trajectory`` prints its rounds
+(:mod:`orchestrator.cli.playback`) and ``--follow`` follows a running one
+(:mod:`orchestrator.cli.follow`). A record that cannot be read makes its run
+``unreadable`` (with the reason) in the list, and ``runs show`` of it an error line.
 
 ``runs prune`` removes old runs: those last active more than ``--older-than`` days ago
 and/or all but the ``--keep`` newest, never one that is running (a build's or a matrix
@@ -60,6 +62,23 @@ def add_parsers(commands) -> None:
     )
     p.add_argument("run_id")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--trajectory",
+        action="store_true",
+        help="a build's rounds, phase by phase: the model's text, each tool call and its "
+        "result, the checks and the reflections (paged on a terminal)",
+    )
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="follow a running build: its rounds as they land, until it ends (implies "
+        "--trajectory; with --json, a JSON line per round)",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="with --trajectory: long arguments and results whole, not cut",
+    )
     p = command(
         sub,
         "prune",
@@ -148,11 +167,25 @@ def runs_show(args: argparse.Namespace) -> int:
     run_id = check_run_id(args.run_id, home.runs_dir)
     folder = home.runs_dir / run_id
     kind = other_kind(run_id)
+    rounds = args.trajectory or args.follow or args.full
     if kind is not None and folder.is_dir():
+        if rounds:
+            option = "--follow" if args.follow else "--trajectory"
+            what = "names its builds" if kind == "matrix" else "shows its record"
+            raise CadillacError(
+                f"{run_id} is {'an' if kind[0] in 'aeiou' else 'a'} {kind} run, not a build: "
+                f"{option} shows a build's rounds; 'cadillac runs show {run_id}' {what}"
+            )
         show = {"improve": _show_improve, "matrix": _show_matrix, "nightly": _show_nightly}
         show[kind](home, folder, args.json)
         return 0
     run = Run.open(home.runs_dir, run_id)
+    if rounds:
+        from orchestrator.cli import follow, playback
+
+        if args.follow:
+            return follow.follow(run, args.full, args.json)
+        return playback.show(run, args.full, args.json)
     task, summary = run.task(), run.summary()
     if args.json:
         print(
