@@ -24,13 +24,14 @@ from __future__ import annotations
 import secrets
 import time
 from http.cookies import SimpleCookie
+from importlib import resources
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
-from starlette.routing import Mount
+from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -125,6 +126,11 @@ async def refused(request: Request, exc: Exception) -> Response:
     return page(request, "error.html", status_code=404, message=str(exc))
 
 
+def icon(request: Request) -> Response:
+    data = (resources.files("orchestrator.serve") / "static" / "icon.svg").read_bytes()
+    return Response(data, media_type="image/svg+xml")
+
+
 def make_app(home: Home, config: ServeConfig | None = None, port: int | None = None) -> ASGIApp:
     """The application over ``home``, behind its token (``port`` names the cookie; the
     configured one when not given)."""
@@ -133,7 +139,11 @@ def make_app(home: Home, config: ServeConfig | None = None, port: int | None = N
     config = config or ServeConfig()
     static = StaticFiles(packages=[("orchestrator.serve", "static")])
     app = Starlette(
-        routes=[*ROUTES, Mount("/static", static, name="static")],
+        routes=[
+            *ROUTES,
+            Mount("/static", static, name="static"),
+            Route("/favicon.ico", icon),  # what a page without an icon link (a report) asks
+        ],
         exception_handlers={HTTPException: not_found, CadillacError: refused},
     )
     app.state.home = home

@@ -71,6 +71,9 @@ class BuildView(BaseModel):
     events: int = 0
     build_events: list[Event] = Field(default_factory=list)
     lessons: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    recalled: list[str] = Field(default_factory=list)
+    """The lessons the prompt carried: the summary's, else the start's (a build stopped in
+    its first phase has no summary yet)."""
     patch: str | None = None
     patch_cut: bool = False
     stories: list[dict[str, Any]] = Field(default_factory=list)
@@ -120,6 +123,10 @@ def build_view(home, run_id: str) -> BuildView:
     for view in phases.values():
         view.shots = _shots(run.dir / "stories" / view.name)
     ids = _lesson_ids(summary, events, trajectory.reflections)
+    recalled = list(summary.lessons_recalled) if summary else []
+    for e in events if not recalled else []:
+        if e.kind == "build_start":
+            recalled = [str(i) for i in e.data.get("recalled") or []]
     patch, cut = None, False
     if run.patch_path.is_file():
         try:
@@ -143,6 +150,7 @@ def build_view(home, run_id: str) -> BuildView:
         events=len(events),
         build_events=events,
         lessons=lessons_by_id(home, ids),
+        recalled=recalled,
         patch=patch,
         patch_cut=cut,
         stories=stories,

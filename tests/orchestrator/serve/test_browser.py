@@ -12,6 +12,7 @@ import pytest
 
 from tests.fakes.improve_policies import wordfreq
 from tests.orchestrator.serve.conftest import ROOT, build_ids
+from tests.orchestrator.serve.test_pages_kinds import make_night, results, task_run
 
 
 def until(condition, seconds: float) -> None:
@@ -27,8 +28,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("serve-browser")]
 def test_every_page_loads_with_no_console_error(chromium, served, built_home):
     b, page = chromium, chromium.page
     build, iterate = build_ids(built_home)
+    night = make_night(built_home, "2026-12-01")  # a night with its improve cycle
+    matrix = built_home / "runs" / "matrix-20261206-000000-abcdef"
+    runs = [task_run("wordfreq", 0, 1.0, build), task_run("wordfreq", 1, 0.5, iterate)]
+    (matrix / "results.json").parent.mkdir()
+    (matrix / "results.json").write_text(results(runs, {"wordfreq": "train"}).model_dump_json())
+    page.reload()
     assert page.title() == "Runs · cadillac"
-    assert page.locator("table.runs tbody tr").count() == 2
+    assert page.locator("table.runs tbody tr").count() >= 4
     b.shot("runs")
     page.select_option("select[name=kind]", "iterate")
     page.click("form.filters button")
@@ -52,9 +59,24 @@ def test_every_page_loads_with_no_console_error(chromium, served, built_home):
     page.locator("pre.diff").scroll_into_view_if_needed()
     b.shot("iterate-diff")
 
-    for path in ("nights", "memory"):
-        assert page.goto(served.base + path).ok
-        b.shot(path)
+    pages = {
+        "matrix": f"runs/{matrix.name}",
+        "improve": f"nights/{night.name}/improve",
+        "nights": "nights",
+        "night": f"runs/{night.name}",
+        "report": f"nights/{night.name}/report",
+        "memory": "memory",
+        "memory-recall": "memory?task=a+flask+api+with+sqlite",
+        "memory-notes": "memory/notes",
+        "memory-skills": "memory/skills",
+        "memory-budgets": "memory/budgets",
+    }
+    for name, path in pages.items():
+        assert page.goto(served.base + path).ok, path
+        b.shot(name)
+    page.goto(served.base + f"runs/{matrix.name}")
+    page.click(f"a[href='/runs/{build}']")  # a matrix's build links to its page
+    assert page.locator("table.timeline").count() == 1
     assert b.errors == [] and b.dialogs == []
     response = page.goto(served.base + "runs/no-such-run")
     assert response.status == 404 and "no run 'no-such-run'" in page.inner_text("main")
