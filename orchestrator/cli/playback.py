@@ -42,10 +42,8 @@ Record = RoundRecord | ReflectionRecord
 
 
 def status_of(run: Run, summary: RunSummary | None) -> str:
-    """The build's status as ``runs list`` has it: ``interrupted`` when it says running
-    while no process builds in it."""
-    status = summary.status if summary else "running"
-    return "interrupted" if status == "running" and not run.live() else status
+    """The build's status as ``runs list`` has it (:meth:`Run.status`)."""
+    return run.status(summary)
 
 
 def read_summary(run: Run, last: RunSummary | None = None) -> RunSummary | None:

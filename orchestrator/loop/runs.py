@@ -472,6 +472,12 @@ class Run:
             return None
         return read_record(self.summary_path, RunSummary, self.id)
 
+    def status(self, summary: RunSummary | None) -> RunStatus:
+        """The build's status from its summary: ``running`` before its first phase ended,
+        and ``interrupted`` when it says running while no process builds in it (killed)."""
+        status = summary.status if summary else "running"
+        return "interrupted" if status == "running" and not self.live() else status
+
     def row(self) -> dict[str, Any]:
         """The run as ``cadillac runs list`` shows it (``--json`` prints these keys): its
         status is ``unreadable``, with the reason, when a record cannot be read, and
@@ -497,9 +503,8 @@ class Run:
         except RunUnreadable as exc:
             row["reason"] = exc.why
             return row
-        status = s.status if s else "running"  # no summary yet: its first phase is on
-        if status == "running" and not self.live():  # its process is gone
-            status = "interrupted"
+        status = self.status(s)  # no summary yet: its first phase is on
+        if status == "interrupted" and (s is None or s.status == "running"):  # process gone
             row["reason"] = "its process is gone (killed); resume it with --resume"
         row["status"] = status
         if s is not None:

@@ -85,9 +85,7 @@ def build_view(home, run_id: str) -> BuildView:
     task = run.task()
     summary = run.summary()
     live = run.live()
-    status = summary.status if summary else "running"
-    if status == "running" and not live:
-        status = "interrupted"
+    status = run.status(summary)
     events = run.events()
     trajectory = read_trajectory(run.dir)
     phases = {name: PhaseView(name=name) for name in PHASES}
