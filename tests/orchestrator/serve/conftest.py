@@ -35,10 +35,11 @@ def snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def built_home(tmp_path_factory, shared_cache) -> Iterator[Path]:
     """A home with two real builds: the demo's wordfreq build and its next version
-    (``iterate``: an enhance run with a patch), made once for the module."""
+    (``iterate``: an enhance run with a patch), made once for the run (once per xdist
+    worker). Tests may add runs to it; :func:`build_ids` names these two first."""
     root = tmp_path_factory.mktemp("served")
     with pytest.MonkeyPatch.context() as mp:
         home = isolate(mp, root, shared_cache)
@@ -54,6 +55,12 @@ def built_home(tmp_path_factory, shared_cache) -> Iterator[Path]:
 def build_ids(home: Path) -> list[str]:
     """The home's build runs, oldest first."""
     return sorted(p.name for p in (home / "runs").iterdir() if (p / "task.json").is_file())
+
+
+def first_two(home: Path) -> tuple[str, str]:
+    """The shared home's build and its iterate run (tests may have added others since)."""
+    build, iterate = build_ids(home)[:2]
+    return build, iterate
 
 
 class Served:

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from orchestrator.home import Home
 from orchestrator.serve.app import CSP, make_app
 from orchestrator.serve.config import ServeConfig
-from tests.orchestrator.serve.conftest import ROOT, TOKEN, build_ids, snapshot
+from tests.orchestrator.serve.conftest import ROOT, TOKEN, first_two, snapshot
 from tests.support import one_error_line, run
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
@@ -70,7 +70,7 @@ def test_a_run_id_never_leaves_the_runs_folder(home):
 def test_the_pages_never_write_the_home(built_home):
     before = snapshot(built_home)
     c = bearer(built_home)
-    build, iterate = build_ids(built_home)
+    build, iterate = first_two(built_home)
     for path in (
         "/",
         "/?kind=build&status=passed&q=wordfreq",
@@ -87,7 +87,7 @@ def test_the_pages_never_write_the_home(built_home):
 
 
 def test_a_screenshot_is_a_png_of_the_run_never_through_a_link(built_home, tmp_path):
-    build, _ = build_ids(built_home)
+    build, _ = first_two(built_home)
     shots = built_home / "runs" / build / "stories" / "integrate"
     shots.mkdir(parents=True, exist_ok=True)
     (shots / "home.png").write_bytes(PNG)
@@ -113,7 +113,7 @@ def test_a_screenshot_is_a_png_of_the_run_never_through_a_link(built_home, tmp_p
 def test_a_build_page_has_every_phase_round_and_reflection(built_home):
     from orchestrator.loop.trajectory import read_trajectory
 
-    build, iterate = build_ids(built_home)
+    build, iterate = first_two(built_home)
     trajectory = read_trajectory(built_home / "runs" / build)
     assert trajectory.recorded and len(trajectory.reflections) == 6
     html = bearer(built_home).get(f"/runs/{build}").text
@@ -127,7 +127,7 @@ def test_a_build_page_has_every_phase_round_and_reflection(built_home):
 
 
 def test_an_old_run_without_round_records_says_so(built_home, tmp_path):
-    build, _ = build_ids(built_home)
+    build, _ = first_two(built_home)
     path = built_home / "runs" / build / "trajectory.jsonl"
     kept = tmp_path / "kept.jsonl"
     path.rename(kept)
@@ -175,7 +175,7 @@ def test_serve_prints_its_url_with_a_token_and_stops_on_sigterm(home):
 def test_the_runs_listing_keeps_a_settled_row_only_while_its_records_stand(built_home):
     from orchestrator.serve.listing import all_runs
 
-    build, _ = build_ids(built_home)
+    build, _ = first_two(built_home)
     home, cache = Home(built_home), {}
     fresh = all_runs(home)
     assert all_runs(home, cache) == fresh and build in cache

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.fakes.improve_policies import wordfreq
-from tests.orchestrator.serve.conftest import ROOT, build_ids
+from tests.orchestrator.serve.conftest import ROOT, build_ids, first_two
 from tests.orchestrator.serve.test_pages_kinds import make_night, results, task_run
 
 
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("serve-browser")]
 
 def test_every_page_loads_with_no_console_error(chromium, served, built_home):
     b, page = chromium, chromium.page
-    build, iterate = build_ids(built_home)
+    build, iterate = first_two(built_home)
     night = make_night(built_home, "2026-12-01")  # a night with its improve cycle
     matrix = built_home / "runs" / "matrix-20261206-000000-abcdef"
     runs = [task_run("wordfreq", 0, 1.0, build), task_run("wordfreq", 1, 0.5, iterate)]
