@@ -211,3 +211,32 @@ def test_a_running_night_is_probed_without_a_lock_file_made(home):
     assert row["status"] == "interrupted"
     assert bearer(home).get(f"/runs/{folder.name}").status_code == 200
     assert snapshot(home) == before and not (home / "nightly.lock").exists()
+
+
+def test_a_trajectory_that_is_a_link_is_not_followed(built_home, tmp_path):
+    """A link at trajectory.jsonl (the run folder is cadillac's, but a page must not be the
+    way to read a file elsewhere) shows no round of the file it names."""
+    build, _ = first_two(built_home)
+    path = built_home / "runs" / build / "trajectory.jsonl"
+    kept = tmp_path / "kept.jsonl"
+    path.rename(kept)
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text(kept.read_text().replace("write_file", "the-users-secret-tool"))
+    path.symlink_to(outside)
+    try:
+        html = bearer(built_home).get(f"/runs/{build}").text
+        assert "the-users-secret-tool" not in html and html.count('<li class="round') == 0
+        assert bearer(built_home).get(f"/runs/{build}/tool/0/0").status_code == 404
+    finally:
+        path.unlink()
+        kept.rename(path)
+
+
+def test_the_stream_of_an_ended_build_says_so_and_closes(built_home):
+    build, _ = first_two(built_home)
+    with bearer(built_home).stream("GET", f"/runs/{build}/stream") as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        text = "".join(response.iter_text())
+    events = [line[7:] for line in text.splitlines() if line.startswith("event: ")]
+    assert events[-2:] == ["head", "end"] and events.count("round") > 6
+    assert '"status": "passed"' in text
