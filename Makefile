@@ -35,9 +35,10 @@ demo: $(STAMP)
 
 # The suite on every core (pytest-xdist; the tests sharing one recorded run stay on one
 # worker), in a short temporary folder of its own (Unix socket paths hold 107 bytes),
-# removed when the run passes; each run's times go to runs/test-times.xml.
+# removed when the run passes; each run's times go to runs/test-times.xml, and the
+# dashboard's browser tests leave their screenshots of every page in runs/serve-shots/.
 PYTEST = mkdir -p runs && tmp=$$(mktemp -d /tmp/cadillac-test-XXXXXX) && \
-	{ $(BIN)/python -m pytest -q -n auto --dist loadgroup --basetemp=$$tmp/t \
+	{ CADILLAC_SERVE_SHOTS=$(CURDIR)/runs/serve-shots $(BIN)/python -m pytest -q -n auto --dist loadgroup --basetemp=$$tmp/t \
 	--junitxml=runs/test-times.xml $(1) && rm -rf $$tmp; } || { echo "kept $$tmp"; exit 1; }
 
 test: $(STAMP) $(WHEELS)/.done $(NPM_PACKAGES)/.done
@@ -58,6 +59,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/recall_quality.py
 	$(BIN)/python benchmarks/bench_memory.py
 	$(BIN)/python benchmarks/bench_index.py
+	$(BIN)/python benchmarks/bench_serve.py
 
 clean:
 	rm -rf $(VENV) runs/demo-home .pytest_cache .ruff_cache
