@@ -155,7 +155,7 @@ def main() -> None:
             rss0, _ = memory_of(process.pid)
             print(f"server at start: {rss0:.0f} MiB resident")
             pages = [
-                ("runs page (200 rows of 1,000)", base, 300),
+                (f"runs page (200 rows of {args.runs:,})", base, 300),
                 (f"build page, {args.rounds} rounds", f"{base}runs/{big}", 500),
                 ("memory page", f"{base}memory", None),
             ]

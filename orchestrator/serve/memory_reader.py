@@ -22,6 +22,7 @@ the file's (mtime_ns, size) stays the same. A page renders one page of rows.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import Counter, OrderedDict
@@ -212,12 +213,24 @@ _READERS = threading.Lock()
 
 
 def reader(request: Request) -> MemoryReader:
-    state = request.app.state
+    return reader_of(request.app.state)
+
+
+def reader_of(state) -> MemoryReader:
+    """The application's one reader (made on first use)."""
     with _READERS:
         found = getattr(state, "memory_reader", None)
         if found is None:
             found = state.memory_reader = MemoryReader(state.home)
         return found
+
+
+def warm(state) -> None:
+    """Read the lessons once before anyone asks (the server starts this in a thread): the
+    first visit to the memory page of a large memory then costs what a later one does.
+    Whatever goes wrong here is left for that visit to say."""
+    with contextlib.suppress(Exception):  # a page says it, in its own words
+        reader_of(state).lessons("newest", None, None, [])
 
 
 def _hay(x: Lesson) -> str:

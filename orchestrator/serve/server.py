@@ -3,13 +3,15 @@
 The socket is bound before uvicorn starts, so the printed URL names the port really taken
 (``--port 0`` takes a free one) and a port in use is one error line, not a traceback from
 inside the server. uvicorn's own logs stay at warning level: the terminal shows the URL and
-whatever goes wrong, not a line per request.
+whatever goes wrong, not a line per request. The memory is read once in a thread as the
+server starts, so the memory page's first visit does not wait for a large memory to load.
 """
 
 from __future__ import annotations
 
 import errno
 import socket
+import threading
 from collections.abc import Callable
 
 from orchestrator.errors import CadillacError
@@ -53,10 +55,12 @@ def serve(home: Home, config: ServeConfig, said: Callable[[str], None] = print) 
     import uvicorn
 
     from orchestrator.serve.app import make_app
+    from orchestrator.serve.memory_reader import warm
 
     sock = bind(config)
     port = sock.getsockname()[1]
     app = make_app(home, config, port=port)
+    threading.Thread(target=warm, args=(app.app.state,), daemon=True, name="warm").start()
     server = uvicorn.Server(
         uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     )

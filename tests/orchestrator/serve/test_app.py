@@ -240,3 +240,14 @@ def test_the_stream_of_an_ended_build_says_so_and_closes(built_home):
     events = [line[7:] for line in text.splitlines() if line.startswith("event: ")]
     assert events[-2:] == ["head", "end"] and events.count("round") > 6
     assert '"status": "passed"' in text
+
+
+def test_the_memory_is_read_before_the_first_visit_and_nothing_is_written(corpus_home):
+    from orchestrator.serve.memory_reader import warm
+
+    before = snapshot(corpus_home)
+    app = make_app(Home(corpus_home), ServeConfig(token=TOKEN))
+    warm(app.app.state)
+    reader = app.app.state.memory_reader
+    assert len(reader.lessons("newest", None, None, [])) == 403  # the corpus, parsed once
+    assert snapshot(corpus_home) == before
