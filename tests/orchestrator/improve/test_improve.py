@@ -22,6 +22,7 @@ from orchestrator.llm.backends import register_script
 from orchestrator.llm.client import LLMClient, LLMConfig
 from tests.fakes.improve_policies import SENTENCE
 from tests.orchestrator.conftest import git
+from tests.support import quick_rule
 
 pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
@@ -29,9 +30,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SMALL = ROOT / "tests" / "fixtures" / "matrix_small"
 LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"  # five train tasks: enough for alpha 0.05
 BUILDER = "scripted:tests.fakes.improve_policies:sentence_builder"
-QUICK_RULE = DecisionConfig(baseline_repeats=2, fresh_ratio=1, full_repeats=2, confirm_repeats=1)
-"""The scripted builder is deterministic: more builds would only cost time. Per train task
-the baseline 2 (the weakness's 1 per candidate build, afresh), the candidate 1, 2, 3."""
+QUICK_RULE = quick_rule()
 
 
 def answer(edits: list[dict], reason: str) -> str:

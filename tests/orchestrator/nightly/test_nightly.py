@@ -20,13 +20,12 @@ from orchestrator.improve.lifetime import curve
 from orchestrator.nightly.records import NightlyLock, parse_duration
 from tests.conftest import isolate
 from tests.orchestrator.conftest import make_repo
+from tests.support import QUICK_RULE_FILE
 
 ROOT = Path(__file__).resolve().parents[3]
 LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"
 BUILDER = "scripted:tests.fakes.improve_policies:sentence_builder"
 IMPROVER = "scripted:tests.fakes.improve_policies:digit_improver"
-QUICK_RULE = ROOT / "tests" / "fixtures" / "quick_rule.toml"
-"""The scripted builder is deterministic: the rule's default builds would only cost time."""
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("nightly-e2e")]  # one pair of nights
 
 
@@ -52,7 +51,7 @@ def nightly_args(repo: Path, *extra: str) -> list[str]:
         "--lifetime-alpha",
         "0.9",  # five train tasks (p >= 1/32): a loose lifetime bound, whose shares reach it
         "--decision-rule",
-        str(QUICK_RULE),  # some 30 builds a night (a survey of 12 and an accepted iteration)
+        str(QUICK_RULE_FILE),  # some 30 builds a night (a survey of 12 and an accepted iteration)
         *extra,
     ]
 
