@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from orchestrator.cli import main
 from orchestrator.llm.client import LLMConfig
@@ -78,6 +79,20 @@ def write_files(root, files: dict[str, str]):
 
 
 ONE_NIGHT = ("--lifetime-alpha", "off")
+
+QUICK_RULE_FILE = Path(__file__).parent / "fixtures" / "quick_rule.toml"
+"""The keep-or-drop rule of the cycles whose builder is scripted (``--decision-rule``)."""
+
+
+def quick_rule():
+    """The rule of :data:`QUICK_RULE_FILE`, read as ``--decision-rule`` reads it: per train
+    task the baseline 2 (the weakness's 1 per candidate build, afresh), the candidate 1, 2,
+    then 3; more builds of a deterministic builder would only cost time."""
+    from orchestrator.improve.setup import read_rule
+
+    return read_rule(QUICK_RULE_FILE)
+
+
 """``improve``/``nightly`` on one night's bound alone: the test matrices have five train
 tasks, whose smallest p-value (1/32) a night's alpha reaches and the lifetime budget's
 shares (orchestrator/improve/lifetime.py) do not; tests about other things give this."""

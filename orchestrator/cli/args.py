@@ -381,6 +381,19 @@ def cycle_options() -> Parser:
         "and 6)",
     )
     p.add_argument(
+        "--decision-rule",
+        metavar="FILE",
+        help="a TOML file of the keep-or-drop rule's settings (baseline_repeats, "
+        "holdout_repeats, ...; see the README); --repeats and --threshold go over it",
+    )
+    p.add_argument(
+        "--survey-repeats",
+        type=number(int, lambda n: 1 <= n <= MAX_REPEATS, f"is not between 1 and {MAX_REPEATS}"),
+        metavar="K",
+        help=f"builds per task of the survey, the cycle's first measurement (1 to {MAX_REPEATS}; "
+        "default 2)",
+    )
+    p.add_argument(
         "--improver-model", type=model_name, metavar="M", help="model that writes patches"
     )
     p.add_argument(

@@ -206,6 +206,12 @@ def cycle_request(args: argparse.Namespace, max_seconds: float | None = None):
         "unsafe_no_sandbox": args.unsafe_no_sandbox,
         "verbose": output.verbose(),
     }
+    if args.decision_rule:
+        from orchestrator.improve.setup import read_rule
+
+        fields["rule"] = read_rule(Path(args.decision_rule))
+    if args.survey_repeats:
+        fields["survey_repeats"] = args.survey_repeats
     if args.matrix:
         fields["matrix"] = Path(args.matrix)
     if args.repo:

@@ -9,10 +9,11 @@ repository is a git checkout, a scripted builder's module can reach the trials:
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator import SOURCE_ROOT
 from orchestrator.bench import MAX_REPEATS
@@ -45,9 +46,14 @@ class CycleRequest(BaseModel):
     """The model that writes patches, with its own api base."""
     matrix: Path = DEFAULT_MATRIX
     repo: Path = SOURCE_ROOT
+    rule: DecisionConfig | None = None
+    """The keep-or-drop rule's settings (``--decision-rule FILE``), under ``repeats`` and
+    ``threshold`` (None: the rule's defaults)."""
     repeats: int | None = Field(default=None, ge=2)
     """The candidate's builds per train task after the full stage, and as many more in the
     confirmation (default: the rule's)."""
+    survey_repeats: int | None = Field(default=None, ge=1)
+    """Builds per task of the survey (default: the cycle's, 2)."""
     jobs: int = Field(default=1, ge=1)
     engine: EngineConfig | None = None
     """Where the trials run: this machine (None, or local) or a Ray cluster."""
@@ -110,7 +116,8 @@ def make_cycle(
 ) -> ImproveCycle:
     for endpoint in [*request.builder.endpoints(), *request.improver.endpoints()]:
         check_model(endpoint.model)
-    executor = ExecConfig(sandbox="none" if request.unsafe_no_sandbox else "bwrap")
+    config = improve_config(request)
+    rule, executor = config.decision, config.executor
     check_sandbox(executor)
     repo = repo_root(request.repo)
     models = [endpoint.model for endpoint in request.builder.endpoints()]
@@ -130,17 +137,6 @@ def make_cycle(
     )
     for line in getattr(runner, "refused", ()):
         (on_event or (lambda _: None))(f"warning: {line}")
-    rule = decision_rule(request)
-    config = ImproveConfig(
-        iterations=request.iterations,
-        decision=rule,
-        apply=request.apply,
-        max_seconds=request.max_seconds,
-        max_cost_usd=request.max_cost_usd,
-        max_tokens=request.max_tokens,
-        executor=executor,
-        lifetime_alpha=request.lifetime_alpha,
-    )
     train = sum(1 for task in runner.tasks if task.split == "train")
     if least_alpha(train, rule) > config.night_share:
         raise CadillacError(
@@ -169,11 +165,52 @@ def make_cycle(
     return cycle
 
 
+def improve_config(request: CycleRequest) -> ImproveConfig:
+    """The configuration of the cycle a command asks for."""
+    survey = {} if request.survey_repeats is None else {"survey_repeats": request.survey_repeats}
+    return ImproveConfig(
+        iterations=request.iterations,
+        decision=decision_rule(request),
+        apply=request.apply,
+        max_seconds=request.max_seconds,
+        max_cost_usd=request.max_cost_usd,
+        max_tokens=request.max_tokens,
+        executor=ExecConfig(sandbox="none" if request.unsafe_no_sandbox else "bwrap"),
+        lifetime_alpha=request.lifetime_alpha,
+        **survey,
+    )
+
+
+def read_rule(path: Path) -> DecisionConfig:
+    """The keep-or-drop rule of a ``--decision-rule`` file: a TOML table of
+    :class:`DecisionConfig`'s fields, those it leaves out at their defaults; CadillacError
+    in one line naming the file when it cannot be read or holds something else."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CadillacError(
+            f"--decision-rule {path} cannot be read: {exc.strerror or exc}"
+        ) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise CadillacError(f"--decision-rule {path} is not valid TOML: {exc}") from None
+    try:
+        return DecisionConfig.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        reason = f"{where}: {error['msg']}" if where else error["msg"]
+        raise CadillacError(f"--decision-rule {path}: {reason}") from None
+
+
 def decision_rule(request: CycleRequest) -> DecisionConfig:
-    """The keep-or-drop rule a command asks for: the defaults, with its repeats and threshold."""
-    rule = DecisionConfig()
+    """The keep-or-drop rule a command asks for: its file's (or the defaults), with its
+    repeats and threshold."""
+    rule = request.rule or DecisionConfig()
     if request.repeats is not None:
-        rule = _with_repeats(rule, request.repeats)
+        try:
+            rule = _with_repeats(rule, request.repeats)
+        except ValidationError as exc:  # the file's screen_repeats is not below --repeats
+            raise CadillacError(f"--repeats {request.repeats}: {exc.errors()[0]['msg']}") from None
     if request.threshold is not None:
         rule = rule.model_copy(update={"threshold": request.threshold})
     return rule
@@ -184,7 +221,7 @@ def estimate_of(
 ) -> Estimate:
     """What a cycle of ``request`` will spend, as far as is known before its survey (from the
     home's earlier builds of its model; reads only)."""
-    config = config or ImproveConfig(iterations=request.iterations, decision=decision_rule(request))
+    config = config or improve_config(request)
     return before_the_survey(
         home,
         request.builder.model,

@@ -249,6 +249,8 @@ def test_an_improve_cycle_runs_its_trials_on_the_cluster_and_reads_what_they_bui
     argv += [
         "--iterations",
         "1",
+        "--survey-repeats",
+        "1",  # one build a task: where they ran is checked, not how often
         "--jobs",
         "2",
         "--engine",
@@ -261,6 +263,7 @@ def test_an_improve_cycle_runs_its_trials_on_the_cluster_and_reads_what_they_bui
     (folder,) = (home / "runs").glob("improve-*")
     survey = json.loads((folder / "baseline.json").read_text())
     assert survey["train_score"] == pytest.approx(0.65)
+    assert len(survey["runs"]) == 6
     nodes = {run["node"] for run in survey["runs"]}
     assert nodes and all(nodes), survey["runs"]  # every build says where it ran
     weakness = json.loads((folder / "iter-1" / "weakness.json").read_text())

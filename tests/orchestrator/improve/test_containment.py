@@ -63,7 +63,9 @@ def test_a_proposal_that_edits_the_judge_or_its_fences_is_refused(repo, target):
 def test_a_cycle_never_tries_a_patch_to_the_judge(home, repo):
     edit = {"file": "orchestrator/bench/scoring.py", "search": "CHECKS_TIMEOUT_S = 600.0",
             "replace": "CHECKS_TIMEOUT_S = 600.0\nPERFECT = True"}  # fmt: skip
-    summary = cycle(home, repo, [answer([edit], "score everything 1")], iterations=1).run()
+    summary = cycle(
+        home, repo, [answer([edit], "score everything 1")], matrix=SMALL, iterations=1
+    ).run()
     (it,) = summary.iterations
     assert it.status == "no_proposal" and "outside the allow-list" in it.reason
     assert git(repo, "branch", "--list", "cadillac/*") == ""
@@ -121,7 +123,8 @@ def test_a_patched_build_loop_cannot_reach_outside_its_trial(home, repo, monkeyp
     edit = {"file": "orchestrator/loop/agent.py", "search": anchor,
             "replace": probe + "\n\n" + anchor}  # fmt: skip
     before = hidden.read_text()
-    summary = cycle(home, repo, [answer([edit], "probe")], iterations=1).run()
+    # the trials build matrix_small, whose hidden checks the probe tries to read
+    summary = cycle(home, repo, [answer([edit], "probe")], matrix=SMALL, iterations=1).run()
     (it,) = summary.iterations
     folder = Path(home) / "runs" / f"improve-{summary.id}" / "iter-1" / "screen-candidate-trial"
     report = json.loads((folder / "escape-report.json").read_text())

@@ -14,7 +14,6 @@ import json
 import sys
 from pathlib import Path
 
-from orchestrator.bench.decision import DecisionConfig
 from orchestrator.bench.results import MatrixResults, TaskRun, TaskStats
 from orchestrator.home import Home
 from orchestrator.improve.cycle import ImproveCycle
@@ -22,6 +21,7 @@ from orchestrator.improve.records import ImproveConfig
 from orchestrator.improve.trial import RoundSpec
 from orchestrator.llm.backends import register_script
 from orchestrator.llm.client import LLMClient, LLMConfig
+from tests.support import quick_rule
 
 QUICK = [sys.executable, "-c", "pass"]
 TRAIN = tuple(f"t{i}" for i in range(10))
@@ -126,7 +126,7 @@ class ByCode:
         )  # fmt: skip
 
 
-RULE = DecisionConfig(baseline_repeats=2, fresh_ratio=1, full_repeats=2, confirm_repeats=1)
+RULE = quick_rule()
 """Builds per train task: the baseline 2 (the weakness's: 1 per candidate build, afresh),
 the candidate 1 at the screen, 2 after the full stage, 3 after the confirmation."""
 

@@ -61,6 +61,40 @@ def test_the_estimate_before_any_build_and_after_earlier_ones(home, capsys):
     assert figures["iterations_the_cap_allows"] == 2 and figures["reusable_builds"] == 43
 
 
+def test_a_decision_rule_file_and_survey_repeats_set_what_a_cycle_builds(home, tmp_path, capsys):
+    """The rule of ``--decision-rule FILE`` (its fields, the rest at the defaults), with
+    ``--repeats`` over it, and ``--survey-repeats``: the estimate counts their builds."""
+    args = ["improve", "--estimate", "--matrix", str(LIFT), "--model", PRICED]
+    rule = tmp_path / "rule.toml"
+    # per train task: the screen 2 of the baseline (or 1 afresh) and 1 candidate build; the
+    # full stage 1 more and 1 afresh; the confirmation 1 and 1 afresh; the holdout 3 a side
+    rule.write_text(
+        "baseline_repeats = 2\nfresh_ratio = 1\nfull_repeats = 2\nconfirm_repeats = 1\n"
+    )
+    code, out, err = run(capsys, *args, "--decision-rule", str(rule), "--survey-repeats", "1")
+    assert code == 0 and err == "", err
+    assert "the survey builds 6; an iteration at most 41 (screen 15, full 10, confirm 10," in out
+    # --repeats 3 over it: the full stage to 3 (2 more, 2 afresh), the confirmation 3 and 3
+    code, out, _ = run(capsys, *args, "--decision-rule", str(rule), "--repeats", "3")
+    assert "the survey builds 12; an iteration at most 71 (screen 15, full 20, confirm 30," in out
+
+    for text, said in [
+        ("baseline_repeats = 0\n", "baseline_repeats: Input should be greater than or equal to 1"),
+        ("baseline_repeats =\n", "is not valid TOML"),
+        ("baseline_repeat = 3\n", "baseline_repeat: Extra inputs are not permitted"),
+        ("screen_repeats = 3\n", "full_repeats (3) must be more than screen_repeats (3)"),
+    ]:
+        rule.write_text(text)
+        code, _, err = run(capsys, *args, "--decision-rule", str(rule))
+        assert code == 1 and said in one_error_line(err) and str(rule) in err
+    rule.write_text("screen_repeats = 2\nfull_repeats = 4\n")
+    code, _, err = run(capsys, *args, "--decision-rule", str(rule), "--repeats", "2")
+    assert code == 1 and "--repeats 2: " in one_error_line(err) and "screen_repeats (2)" in err
+    code, _, err = run(capsys, *args, "--decision-rule", str(tmp_path / "none.toml"))
+    assert code == 1 and "cannot be read: No such file" in one_error_line(err)
+    assert not Path(home).exists() or not list(Path(home).iterdir())  # nothing was made
+
+
 def test_estimate_and_status_together_is_one_error_line(home, capsys):
     code, _, err = run(capsys, "improve", "--estimate", "--status", "--model", PRICED)
     assert code == 1 and "give one" in one_error_line(err)

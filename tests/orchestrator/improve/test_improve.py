@@ -22,6 +22,7 @@ from orchestrator.llm.backends import register_script
 from orchestrator.llm.client import LLMClient, LLMConfig
 from tests.fakes.improve_policies import SENTENCE
 from tests.orchestrator.conftest import git
+from tests.support import quick_rule
 
 pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
@@ -29,9 +30,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SMALL = ROOT / "tests" / "fixtures" / "matrix_small"
 LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"  # five train tasks: enough for alpha 0.05
 BUILDER = "scripted:tests.fakes.improve_policies:sentence_builder"
-QUICK_RULE = DecisionConfig(baseline_repeats=2, fresh_ratio=1, full_repeats=2, confirm_repeats=1)
-"""The scripted builder is deterministic: more builds would only cost time. Per train task
-the baseline 2 (the weakness's 1 per candidate build, afresh), the candidate 1, 2, 3."""
+QUICK_RULE = quick_rule()
 
 
 def answer(edits: list[dict], reason: str) -> str:
@@ -141,7 +140,8 @@ def test_a_patch_without_lift_is_rejected_and_the_next_proposal_sees_it(home, re
         edit = {"file": "tests/test_smoke.py", "search": "assert", "replace": "assert True or"}
         return answer([edit], "relax the test")
 
-    summary = cycle(home, repo, improver, iterations=3).run()
+    # two train tasks (matrix_small): the weakness's and one other
+    summary = cycle(home, repo, improver, matrix=SMALL, iterations=3).run()
     first, second, third = summary.iterations
     assert first.status == second.status == "rejected" and first.train_delta == 0.0
     assert "looks like noise (p = 1.000)" in first.reason
@@ -149,12 +149,12 @@ def test_a_patch_without_lift_is_rejected_and_the_next_proposal_sees_it(home, re
     # dropped at the screen. The survey's builds (one of each task) serve the screen's
     # baseline, but for the weakness's own task, built afresh; one more of each is built
     assert first.weakness == second.weakness
-    assert first.reused == {"screen": 4}
-    assert first.builds == {"screen": 5 + 5}
+    assert first.reused == {"screen": 1}
+    assert first.builds == {"screen": 2 + 2}
     # the same tip: the survey's and iteration 1's builds serve all of iteration 2's but
     # the weakness's task
-    assert second.reused == {"screen": 8}
-    assert second.builds == {"screen": 1 + 5}
+    assert second.reused == {"screen": 2}
+    assert second.builds == {"screen": 1 + 2}
     assert git(repo, "branch", "--list", "cadillac/*") == ""  # its branch is gone
     assert third.status == "no_proposal" and "outside the allow-list" in third.reason
     assert "clearer code 1" in seen[1] and first.weakness in seen[1]
@@ -167,7 +167,7 @@ def test_a_patch_without_lift_is_rejected_and_the_next_proposal_sees_it(home, re
 def test_a_patch_that_breaks_the_projects_tests_is_rejected_even_if_it_would_lift(home, repo):
     breaker = {"file": "phases/system.md", "search": "You are the builder", "replace": "You build"}
     summary = cycle(
-        home, repo, [answer([ADD_SENTENCE, breaker], "digits, shorter")], iterations=1
+        home, repo, [answer([ADD_SENTENCE, breaker], "digits, shorter")], matrix=SMALL, iterations=1
     ).run()
     (it,) = summary.iterations
     assert it.status == "rejected" and "tests fail" in it.reason

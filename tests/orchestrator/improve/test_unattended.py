@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from memory import Lesson, MemoryStore
-from orchestrator.bench.decision import DecisionConfig
 from orchestrator.home import Home
 from orchestrator.improve.cycle import ImproveCycle
 from orchestrator.improve.records import ImproveConfig
@@ -20,6 +19,7 @@ from orchestrator.improve.trial import RoundSpec, SandboxedMatrix
 from orchestrator.llm.backends import register_script
 from orchestrator.llm.client import LLMClient, LLMConfig, logged_requests
 from tests.fakes.improve_policies import SENTENCE
+from tests.support import quick_rule
 
 pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
@@ -42,8 +42,7 @@ def improver(name: str) -> LLMClient:
 
 
 def cycle(home, repo, runner, name: str, **cfg) -> ImproveCycle:
-    quick = DecisionConfig(baseline_repeats=2, fresh_ratio=1, full_repeats=2, confirm_repeats=1)
-    cfg.setdefault("decision", quick)
+    cfg.setdefault("decision", quick_rule())
     cfg.setdefault("survey_repeats", 1)
     cfg.setdefault("test_command", QUICK)
     return ImproveCycle(Home(home), repo, runner, improver(name), ImproveConfig(**cfg))
@@ -133,9 +132,7 @@ def test_builds_never_see_the_cycles_own_lessons_but_the_improver_does(home, rep
     runner = SandboxedMatrix(Home(home), SMALL, LLMConfig(model=BUILDER), jobs=2)
     # a threshold the patch cannot reach: iteration 1 is rejected (its lesson written) and
     # iteration 2 builds for the other task's weakness (an accepted patch would leave none)
-    rule = DecisionConfig(
-        threshold=0.9, baseline_repeats=2, fresh_ratio=1, full_repeats=2, confirm_repeats=1
-    )
+    rule = quick_rule().model_copy(update={"threshold": 0.9})
     summary = cycle(
         home, repo, runner, "lessons", iterations=2, max_attempts=1, decision=rule
     ).run()

@@ -20,19 +20,13 @@ from orchestrator.improve.lifetime import curve
 from orchestrator.nightly.records import NightlyLock, parse_duration
 from tests.conftest import isolate
 from tests.orchestrator.conftest import make_repo
+from tests.support import QUICK_RULE_FILE
 
 ROOT = Path(__file__).resolve().parents[3]
 LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"
 BUILDER = "scripted:tests.fakes.improve_policies:sentence_builder"
 IMPROVER = "scripted:tests.fakes.improve_policies:digit_improver"
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.xdist_group("nightly-e2e"),
-    # the first test's setup runs both nights (a survey and an accepted iteration each:
-    # some 70 builds a night under the build-level rule), more than the suite's 600 s
-    # on two busy cores
-    pytest.mark.timeout(1800),
-]  # one worker: one pair of nights
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("nightly-e2e")]  # one pair of nights
 
 
 def nightly_args(repo: Path, *extra: str) -> list[str]:
@@ -56,6 +50,8 @@ def nightly_args(repo: Path, *extra: str) -> list[str]:
         "20m",
         "--lifetime-alpha",
         "0.9",  # five train tasks (p >= 1/32): a loose lifetime bound, whose shares reach it
+        "--decision-rule",
+        str(QUICK_RULE_FILE),  # some 30 builds a night (a survey of 12 and an accepted iteration)
         *extra,
     ]
 
@@ -169,6 +165,8 @@ def test_two_nights_write_reports_with_one_history_point_per_night(two_nights):
     # the first lines: what the night would build and cost, and the budget, before the survey
     first = log.index("survey of")
     assert 0 < log.index("estimate: 5 train and 1 holdout task(s)") < first
+    # the --decision-rule file's rule, with --repeats 2 over it (a confirmation of 2 a task)
+    assert "an iteration at most 51 (screen 15, full 10, confirm 20," in log
     assert 0 < log.index("cost $0: the model is built into cadillac") < first
     assert 0 < log.index("lifetime error budget: 0.0500 of 0.9 spent") < first
     index = (home / "runs" / "index.html").read_text()

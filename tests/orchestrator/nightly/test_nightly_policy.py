@@ -27,9 +27,11 @@ def test_a_nightly_carries_a_builder_module_from_outside_the_repository(
     monkeypatch.syspath_prepend(str(mine))
     args = ["nightly", "--matrix", str(LIFT), "--model", "scripted:night_policy:builder"]
     args += ["--improver-model", NO_PROPOSAL, "--repo", str(repo), "--iterations", "1", *ONE_NIGHT]
+    args += ["--survey-repeats", "1"]  # what is checked is who built, not how often
     assert main([*args, "--jobs", "2", "--time-budget", "20m"]) == 0, capsys.readouterr().err
     (night,) = (Path(home) / "runs").glob("nightly-*")
     record = json.loads((night / "nightly.json").read_text())
     assert record["status"] == "finished", record["reason"]
     survey = json.loads((night / "improve" / "baseline.json").read_text())
     assert survey["train_score"] == pytest.approx(0.65)  # built by the carried policy
+    assert len(survey["runs"]) == 6  # one build of each task
