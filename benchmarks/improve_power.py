@@ -1,148 +1,282 @@
-"""How often the improve cycle keeps noise, and how often it finds a real lift: by simulation.
+"""How often the improve cycle keeps noise, how often it finds a real lift, and what it costs.
 
-Drives the real decision code (``orchestrator.bench.decision.evaluate`` with the default
-``DecisionConfig``) on simulated matrices shaped like the default one (its train and
-holdout tasks and weights), printing:
+Drives the product's decision (``decision.evaluate`` and ``decision.accepted``, the
+default ``DecisionConfig``, alpha from ``ImproveConfig.alpha`` over the iterations a
+``cadillac nightly`` runs by default) on simulated nights of the default matrix: its train
+and holdout tasks and their weights from the ``task.toml`` files. Baseline builds are
+reused as the cycle reuses them, through ``reuse.BaselinePool``: the survey
+(``ImproveConfig.survey_repeats`` repeats, train and holdout) fills the pool, each
+iteration's round takes the pool's scores it has not used and builds only the shortfall,
+and an accepted patch moves the tip and empties the pool. It prints:
 
-* the share of A/A nights (no patch has any effect; 8 iterations a night) that accept
-  anything; target <= 5%;
-* the share of iterations that accept a patch with a true lift of +0.1, +0.2, +0.3 of
-  the train score; targets >= 50% at +0.1 and >= 80% at +0.2;
-* the mean builds per iteration, and by stage.
+* the share of A/A nights (no patch changes anything) that keep anything; target <= 5%;
+* per true lift (+0.1, +0.2, +0.3 of the weighted train score) and per concentration (the
+  lift carried by 1, 2, 4, 8 or 16 train tasks), the share of iterations that accept the
+  patch; targets, where 4 or more tasks move: >= 50% at +0.1 and >= 80% at +0.2;
+* the builds per iteration (both sides, holdout included, minus what the pool served),
+  by stage; targets: <= 130 per null iteration and <= 300 per +0.2 iteration.
 
-The simulated builds: each task has a difficulty, drawn once per simulated matrix: the
-chance a build reaches validate (mean 0.7) and the chance each of its hidden checks
-passes; a build that reaches validate scores the share of its checks that pass, one that
-does not scores 0. A true lift of delta raises every build's expected score by delta
-(through its checks, and its chance to reach validate once the checks cannot rise).
-Baseline and candidate builds are independent draws.
+The simulated builds: each task has a difficulty, drawn once per simulated night: the
+chance a build reaches validate (0.55 to 0.85) and the chance each of its 6 to 12 hidden
+checks passes (0.2 to 0.8); a build that reaches validate scores the share of its checks
+that pass, one that does not scores 0. A task lifted by l has its expected score raised
+by l, through its checks and, once they all pass, its chance to reach validate.
 
-    .venv/bin/python benchmarks/improve_power.py [--nights 600] [--iterations 400]
+A concentrated lift: k train tasks drawn at random each rise by the same amount, capped so
+no task's expected score passes 1 (what a capped task cannot take is spread over the
+others, water-filling); when the k tasks together cannot carry the lift, each goes to 1
+and the lift realised is smaller (the table's "realised" column). The holdout does not
+move, so its veto can only cost power. A lifting patch comes at a random iteration of a
+night whose other patches change nothing: what the cycle meets, with the pool as the
+iterations before it left it.
+
+    .venv/bin/python benchmarks/improve_power.py [--nights 2000] [--iterations 400]
+    .venv/bin/python benchmarks/improve_power.py --quick    # a 2-second smoke run
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small products: threads only cost
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.bench.decision import (  # noqa: E402
-    DecisionConfig,
-    Round,
-    evaluate,
-    smallest_p,
-)
+from orchestrator.bench.decision import DecisionConfig, Round, accepted, evaluate  # noqa: E402
+from orchestrator.bench.reuse import BaselinePool  # noqa: E402
 from orchestrator.bench.tasks import DEFAULT_MATRIX, load_matrix  # noqa: E402
+from orchestrator.cli.args import cycle_options  # noqa: E402
+from orchestrator.improve.records import ImproveConfig  # noqa: E402
 
-NIGHT_ITERATIONS = 8
+LIFTS = (0.1, 0.2, 0.3)
+CONCENTRATIONS = (1, 2, 4, 8, 16)
+TARGETS = {0.1: 0.5, 0.2: 0.8}
+"""Power targets where at least 4 tasks move."""
+STAGES = ("screen", "full", "confirm", "holdout")
 
 
 class Matrix:
-    """A simulated matrix: per task, the chance to reach validate and per-check pass rate."""
+    """Simulated tasks: per task the chance to reach validate, the per-check pass rate and
+    the number of checks; ``lift`` is each task's current lift over them."""
 
-    def __init__(self, rng: np.random.Generator, train: list[str], holdout: list[str]):
-        self.rng, self.train, self.holdout = rng, train, holdout
-        tasks = train + holdout
-        self.reach = dict(zip(tasks, rng.uniform(0.55, 0.85, len(tasks)), strict=True))
-        self.check = dict(zip(tasks, rng.uniform(0.2, 0.8, len(tasks)), strict=True))
-        self.checks = dict(zip(tasks, rng.integers(6, 13, len(tasks)), strict=True))
+    def __init__(self, rng: np.random.Generator, tasks):
+        self.rng = rng
+        self.train = [t.id for t in tasks if t.split == "train"]
+        self.holdout = [t.id for t in tasks if t.split == "holdout"]
+        self.weights = {t.id: t.weight for t in tasks}
+        n = len(tasks)
+        ids = [t.id for t in tasks]
+        self.reach = dict(zip(ids, rng.uniform(0.55, 0.85, n), strict=True))
+        self.check = dict(zip(ids, rng.uniform(0.2, 0.8, n), strict=True))
+        self.checks = dict(zip(ids, rng.integers(6, 13, n), strict=True))
+        self.lift = dict.fromkeys(ids, 0.0)
 
-    def lifted(self, task: str, delta: float) -> tuple[float, float]:
-        """(reach, per-check pass rate) whose expected score is the task's own + delta."""
-        r, p = self.reach[task], self.check[task]
-        target = min(1.0, r * p + delta)
-        return (r, target / r) if target <= r else (target, 1.0)
+    def expected(self, task: str, extra: float = 0.0) -> float:
+        return min(1.0, self.reach[task] * self.check[task] + self.lift[task] + extra)
 
-    def builds(self, task: str, repeats: int, delta: float) -> list[float]:
-        r, p = self.lifted(task, delta)
-        reached = self.rng.random(repeats) < r
-        passed = self.rng.binomial(self.checks[task], p, repeats) / self.checks[task]
+    def builds(self, task: str, n: int, extra: float = 0.0) -> list[float]:
+        r, p, target = self.reach[task], self.check[task], self.expected(task, extra)
+        r, p = (r, target / r) if target <= r else (target, 1.0)
+        reached = self.rng.random(n) < r
+        passed = self.rng.binomial(self.checks[task], p, n) / self.checks[task]
         return list(np.where(reached, passed, 0.0))
 
+    def patch(self, delta: float, k: int) -> dict[str, float]:
+        """Per task, the lift of a patch whose weighted train lift is ``delta`` carried by
+        k random train tasks (water-filled under each task's headroom)."""
+        if not delta:
+            return {}
+        moved = list(self.rng.choice(self.train, size=k, replace=False))
+        room = np.array([1.0 - self.expected(t) for t in moved])
+        w = np.array([self.weights[t] for t in moved])
+        need = delta * sum(self.weights[t] for t in self.train)
+        if w @ room <= need:
+            return dict(zip(moved, room, strict=True))
+        lo, hi = 0.0, float(room.max())
+        for _ in range(60):  # the common level whose capped lifts carry the lift
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if w @ np.minimum(room, mid) < need else (lo, mid)
+        return dict(zip(moved, np.minimum(room, hi), strict=True))
 
-def iteration(matrix: Matrix, delta: float, cfg: DecisionConfig, alpha: float):
-    """One patch through the real stages; (accepted, builds, builds by stage)."""
-    spent: dict[str, int] = {}
-
-    def measure(stage: str, repeats: int, holdout: bool) -> Round:
-        tasks = matrix.train + (matrix.holdout if holdout else [])
-        spent[stage] = spent.get(stage, 0) + 2 * repeats * len(tasks)
-        out = Round()
-        for t in matrix.train:
-            out.baseline_train[t] = matrix.builds(t, repeats, 0.0)
-            out.candidate_train[t] = matrix.builds(t, repeats, delta)
-        if holdout:
-            for t in matrix.holdout:
-                out.baseline_holdout[t] = matrix.builds(t, repeats, 0.0)
-                out.candidate_holdout[t] = matrix.builds(t, repeats, delta)
-        return out
-
-    weights = {t: 1.0 for t in matrix.train + matrix.holdout}
-    stages = evaluate(measure, weights, cfg, alpha)
-    accepted = stages[-1].stage == "confirm" and stages[-1].go_on
-    return accepted, sum(spent.values()), spent
+    def realised(self, lifts: dict[str, float]) -> float:
+        total = sum(self.weights[t] for t in self.train)
+        return sum(self.weights[t] * x for t, x in lifts.items()) / total
 
 
-def main() -> None:
+class Night:
+    """One simulated night: the matrix, the tip commit, the pool of baseline builds."""
+
+    def __init__(self, matrix: Matrix, survey_repeats: int):
+        self.matrix, self.pool, self.tip = matrix, BaselinePool(), 0
+        for t in matrix.train + matrix.holdout:  # the survey: the baseline, train and holdout
+            self.pool.add(str(self.tip), t, matrix.builds(t, survey_repeats))
+
+    def iteration(self, lifts: dict[str, float], cfg: DecisionConfig, alpha: float):
+        """One patch through the real stages; (accepted, builds by stage)."""
+        m, spent = self.matrix, dict.fromkeys(STAGES, 0)
+        self.pool.start_iteration(str(self.tip))
+
+        def measure(stage: str, repeats: int, holdout: bool, *, tasks=None, baseline=None):
+            out = Round()
+            train = m.train if tasks is None else [t for t in m.train if t in set(tasks)]
+            for split, names in (("train", train), ("holdout", m.holdout if holdout else [])):
+                for t in names:
+                    want = repeats if baseline is None else baseline
+                    base = self.pool.take(t, want)
+                    fresh = m.builds(t, want - len(base))
+                    self.pool.add(str(self.tip), t, fresh)
+                    getattr(out, f"baseline_{split}")[t] = base + fresh
+                    getattr(out, f"candidate_{split}")[t] = m.builds(t, repeats, lifts.get(t, 0))
+                    spent[stage] += repeats + len(fresh)
+            return out
+
+        ok = accepted(evaluate(measure, m.weights, cfg, alpha))
+        if ok:  # the tip moves to the candidate: its lifts are the new baseline's
+            self.tip += 1
+            for t, x in lifts.items():
+                m.lift[t] += x
+        return ok, spent
+
+
+def wilson(hits: int, n: int) -> tuple[float, float]:
+    """The 95% Wilson interval of a share."""
+    if not n:
+        return 0.0, 1.0
+    z, p = 1.96, hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def by_stage(spent: list[dict[str, int]]) -> str:
+    return " / ".join(f"{np.mean([s[k] for s in spent]):.0f}" for k in STAGES)
+
+
+def total(spent: list[dict[str, int]]) -> float:
+    return float(np.mean([sum(s.values()) for s in spent])) if spent else float("nan")
+
+
+def aa_nights(rng, tasks, improve: ImproveConfig, nights: int) -> tuple[int, list]:
+    """(nights that kept anything, builds of every iteration) of nights where no patch
+    changes anything."""
+    kept, spent = 0, []
+    for _ in range(nights):
+        night = Night(Matrix(rng, tasks), improve.survey_repeats)
+        results = [
+            night.iteration({}, improve.decision, improve.alpha) for _ in range(improve.iterations)
+        ]
+        kept += any(ok for ok, _ in results)
+        spent += [s for _, s in results]
+    return kept, spent
+
+
+def lifting(rng, tasks, improve: ImproveConfig, delta: float, k: int, n: int):
+    """n lifting patches, each at a random iteration of its own night after patches that
+    change nothing: (accepted, builds of each, lifts realised, builds of the iteration
+    after each accept)."""
+    cfg, alpha = improve.decision, improve.alpha
+    hits, spent, realised, after = 0, [], [], []
+    for _ in range(n):
+        night = Night(Matrix(rng, tasks), improve.survey_repeats)
+        for _ in range(rng.integers(improve.iterations)):
+            night.iteration({}, cfg, alpha)
+        lifts = night.matrix.patch(delta, k)
+        realised.append(night.matrix.realised(lifts))
+        ok, s = night.iteration(lifts, cfg, alpha)
+        hits += ok
+        spent.append(s)
+        if ok:  # the next patch meets an empty pool
+            after.append(night.iteration({}, cfg, alpha)[1])
+    return hits, spent, realised, after
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nights", type=int, default=600, help="A/A nights to simulate")
-    parser.add_argument("--iterations", type=int, default=400, help="iterations per lift")
+    parser.add_argument("--nights", type=int, default=2000, help="A/A nights to simulate")
+    parser.add_argument("--iterations", type=int, default=400, help="lifting patches per cell")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 10 nights, 2 per cell")
     parser.add_argument(
         "--set",
         action="append",
         default=[],
         metavar="FIELD=VALUE",
-        help="try another DecisionConfig value (e.g. --set full_repeats=6)",
+        help="try another DecisionConfig value (e.g. --set confirm_repeats=5)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.nights, args.iterations = 10, 2
     tasks = load_matrix(DEFAULT_MATRIX)
-    train = [t.id for t in tasks if t.split == "train"]
-    holdout = [t.id for t in tasks if t.split == "holdout"]
     cfg = DecisionConfig(**dict(item.split("=", 1) for item in args.set))
-    alpha = cfg.night_alpha / NIGHT_ITERATIONS
+    night_iterations = cycle_options().parse_args([]).iterations  # what `nightly` runs
+    improve = ImproveConfig(iterations=night_iterations, decision=cfg)
     rng = np.random.default_rng(args.seed)
-    print(f"default matrix: {len(train)} train and {len(holdout)} holdout tasks")
+    train = sum(t.split == "train" for t in tasks)
     print(
-        f"rule: threshold {cfg.threshold}, repeats {cfg.screen_repeats} (screen) / "
-        f"{cfg.full_repeats} (full) / +{cfg.confirm_repeats} (confirm), "
-        f"alpha {cfg.night_alpha} per night = {alpha:.5f} per iteration over "
-        f"{NIGHT_ITERATIONS}; smallest p over {len(train)} tasks {smallest_p(len(train)):.2g}"
+        f"default matrix: {train} train and {len(tasks) - train} holdout tasks, weights "
+        f"{sorted({t.weight for t in tasks})}; a night: a survey of {improve.survey_repeats} "
+        f"repeats, then {night_iterations} iterations (nightly's default)"
+    )
+    print(
+        f"rule: threshold {cfg.threshold}; builds per train task: baseline "
+        f"{cfg.baseline_repeats}, candidate {cfg.screen_repeats} (screen), "
+        f"{cfg.full_repeats} (full), +{cfg.confirm_repeats} (confirm); holdout "
+        f"{cfg.holdout_repeats} a side; alpha {cfg.night_alpha} a night = "
+        f"{improve.alpha:.4f} an iteration, {cfg.early_share:.0%} of it at the full stage"
     )
     started = time.perf_counter()
-    kept, builds = 0, []
-    for _ in range(args.nights):
-        matrix = Matrix(rng, train, holdout)
-        night = [iteration(matrix, 0.0, cfg, alpha) for _ in range(NIGHT_ITERATIONS)]
-        kept += any(accepted for accepted, _, _ in night)
-        builds += [b for _, b, _ in night]
-    share = kept / args.nights
-    half = 1.96 * np.sqrt(max(share * (1 - share), 1e-9) / args.nights)
+
+    kept, null_spent = aa_nights(rng, tasks, improve, args.nights)
+    lo, hi = wilson(kept, args.nights)
     print(
-        f"A/A nights keeping anything: {share:.1%} (95% CI +-{half:.1%}) of {args.nights}; "
-        f"target <= 5%; mean builds per A/A iteration {np.mean(builds):.0f}"
+        f"\nA/A nights keeping anything: {kept / args.nights:.1%} of {args.nights} "
+        f"(95% CI {lo:.1%} to {hi:.1%}); target <= 5%"
     )
-    for delta in (0.1, 0.2, 0.3):
-        results = [iteration(Matrix(rng, train, holdout), delta, cfg, alpha)
-                   for _ in range(args.iterations)]  # fmt: skip
-        power = np.mean([accepted for accepted, _, _ in results])
-        stage_builds = {
-            s: np.mean([spent.get(s, 0) for _, _, spent in results])
-            for s in ("screen", "full", "confirm")
-        }
-        target = {0.1: " (target >= 50%)", 0.2: " (target >= 80%)"}.get(delta, "")
-        by_stage = ", ".join(f"{s} {n:.0f}" for s, n in stage_builds.items())
-        print(
-            f"true lift +{delta:.1f}: accepted in {power:.1%} of {args.iterations} "
-            f"iterations{target}; builds per iteration {np.mean([b for _, b, _ in results]):.0f}"
-            f" ({by_stage})"
-        )
+    print(
+        f"builds per null iteration: {total(null_spent):.0f} (screen / full / confirm / "
+        f"holdout {by_stage(null_spent)}); target <= 130; the survey: "
+        f"{improve.survey_repeats * len(tasks)} a night"
+    )
+
+    print(
+        f"\n{'lift':>5} {'tasks':>5} {'realised':>8} {'accepted':>9} {'95% CI':>13} "
+        f"{'builds':>6}  screen / full / confirm / holdout"
+    )
+    worst: dict[float, float] = {}
+    row: dict[float, list[float]] = {}
+    after_accept: list[dict[str, int]] = []
+    for delta in LIFTS:
+        for k in CONCENTRATIONS:
+            hits, spent, realised, after = lifting(rng, tasks, improve, delta, k, args.iterations)
+            after_accept += after
+            power = hits / args.iterations
+            lo, hi = wilson(hits, args.iterations)
+            if k >= 4:
+                worst[delta] = min(worst.get(delta, 1.0), power)
+            row.setdefault(delta, []).append(total(spent))
+            print(
+                f"{delta:+5.1f} {k:5d} {np.mean(realised):+8.3f} {power:9.1%} "
+                f"{lo:6.1%}-{hi:6.1%} {total(spent):6.0f}  {by_stage(spent)}"
+            )
+    print(
+        "\nlowest power where 4 or more tasks move: "
+        + ", ".join(f"+{d:.1f} {worst[d]:.1%} (target {t:.0%})" for d, t in TARGETS.items())
+    )
+    print(
+        f"builds per +0.2 iteration: at most {max(row[0.2]):.0f} (one concentration), "
+        f"{np.mean(row[0.2]):.0f} over all five; target <= 300"
+    )
+    print(
+        f"builds of the iteration after an accept (the pool emptied): {total(after_accept):.0f}"
+        f" ({by_stage(after_accept)}) over {len(after_accept)}"
+    )
     print(f"({time.perf_counter() - started:.0f} s)")
 
 

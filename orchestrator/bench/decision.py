@@ -1,41 +1,61 @@
-"""When an improve-cycle patch is kept: a lift over the threshold, credibly, across tasks.
+"""When an improve-cycle patch is kept: a lift over the threshold, credibly, on the matrix.
 
 A single build is a noisy measurement: the same code can pass a task once and fail it the
-next time. So the candidate and the baseline each build every train task several times,
-and the rule compares them task by task, because the *task* is the unit that varies
-(repeat ``r`` of the baseline and repeat ``r`` of the candidate are not pairs):
+next time. So the candidate and the baseline each build the train tasks several times and
+the rule asks whether the candidate's weighted matrix score is credibly higher.
 
-* for each task, ``d = mean(candidate scores) - mean(baseline scores)``; the lift is the
-  weighted mean of the ``d`` (the lift of the weighted matrix score);
-* the test is one-sided over tasks, with the threshold as the minimum effect:
-  ``H0: lift <= threshold``. Its statistic is the studentized mean of
-  ``w * (d - threshold)`` (weights scaled to mean 1), and its p-value comes from the
-  paired sign-flip permutation distribution: under H0 each task's difference is as likely
-  to have either sign. :func:`sign_flip_p` enumerates all ``2^n`` sign vectors when there
-  are at most :data:`EXACT_TASKS` tasks (exact), else draws a fixed-seed sample. No
-  p-value below ``2^-n`` exists for n tasks (0.0625 for 4), so a matrix needs enough
-  train tasks for a small alpha to be reachable at all (:func:`smallest_p`).
+**The unit is the build.** The matrix is a fixed set of tasks (whether a patch also helps
+tasks it was not measured on is the holdout's question), so what is random in a lift is
+which scores the builds happened to draw. The test permutes the side labels of the builds
+*within each task*: if the patch changes nothing, every split of a task's builds into
+candidate and baseline is as likely as the one observed.
 
-A patch goes through three stages (:func:`screen`, :func:`full`, :func:`confirm`; the
-cycle runs the builds, this module only decides):
+* The statistic is the lift itself: the weighted mean over tasks of ``mean(candidate
+  scores) - mean(baseline scores)`` (the lift of the weighted matrix score).
+* ``H0: lift <= threshold`` (the threshold is the least lift worth keeping): every
+  candidate score is lowered by the threshold before permuting. Under any split a task's
+  difference then drops by *at most* the threshold while the observed one drops by exactly
+  the threshold, so this p-value is never below the unshifted test's, which is exact when
+  the patch changes nothing: an A/A comparison is accepted at most alpha of the time.
+* :func:`permutation_p` is exact (every split enumerated) up to :data:`EXACT_SPLITS`
+  splits, else it counts the observed split among :data:`PERMUTATIONS` fixed-seed sampled
+  ones, ``(1 + as extreme) / (1 + sampled)``.
 
-1. **screen**: one repeat per train task of both; a candidate whose lift is below
-   ``screen_floor`` (clearly worse, not just unlucky) is dropped as hopeless;
-2. **full**: more repeats, to ``full_repeats`` of both; dropped when the lift is below
-   the threshold or its p-value above ``futility_p``;
-3. **confirm**: an independent round of ``confirm_repeats`` more of both. Accepted only
-   when the confirmation round's own lift is at least the threshold, the test over all
-   rounds together gives ``p <= alpha`` and the holdout does not veto.
+A task-level test (each task's mean difference one value, signs flipped) cannot give a
+p-value below ``2^-k`` when only k tasks move, so it misses the patches the cycle makes
+(one weakness fixed, a few tasks lifted); the build-level test sees each of their builds.
 
-**Error control per night.** ``alpha = night_alpha / iterations`` for each iteration
-(Bonferroni): whatever the night's iterations find, the chance that a night with no
-real improvement keeps anything is at most ``night_alpha``. The screen and full stages
-only drop candidates, so they cannot add false accepts.
+**Unequal sides.** Baseline builds of one commit are reused by every iteration while
+nothing is accepted (:mod:`orchestrator.bench.reuse`), so the baseline is measured deeper
+than the candidate: ``baseline_repeats`` builds per train task, all asked for by the
+screen (the first iteration builds them, the later ones find them in the pool), against
+the candidate's 1, then 3, then 9. Which tasks get more builds is never chosen by what
+their builds scored: a choice by the baseline's scores biases the comparison, and
+skipping tasks that looked settled would hide a patch that breaks them.
 
-**The holdout vetoes on evidence, not a point.** With the holdout tasks' differences,
-the same sign-flip test asks whether the holdout's *drop* is credibly more than the
-threshold (``H0: holdout lift >= -threshold``); a p-value at or below
-``holdout_alpha`` rejects the patch. A small holdout cannot veto on a whim.
+**Three looks, one alpha** (:func:`evaluate`; the cycle runs the builds, this module only
+decides):
+
+1. **screen**: ``screen_repeats`` candidate builds per train task; dropped when the lift
+   is below ``screen_floor`` or its p-value above ``screen_futility_p``;
+2. **full**: to ``full_repeats``; dropped when the lift is below the threshold or its
+   p-value above ``futility_p``; a p-value at or below ``early_share * alpha`` settles
+   the train question (no more train builds);
+3. **confirm**: ``confirm_repeats`` more (unless settled). When the lift over every build
+   is at least the threshold and its p-value at most this look's alpha (the rest,
+   ``(1 - early_share) * alpha``, or the early share when settled), the holdout is built
+   (``holdout_repeats`` per task and side) and may veto; otherwise no holdout build is
+   spent. :func:`accepted` is the product's accept predicate.
+
+**Error control.** Alpha is each iteration's share of the night's (``night_alpha /
+iterations``, Bonferroni), and within an iteration it is split between the two looks that
+may accept (Bonferroni again; neither needs independence, so neither do the iterations
+that share reused baseline builds). The screen and the futility stops only drop
+candidates, so they cannot add false accepts.
+
+**The holdout vetoes on evidence, not a point.** The same test, sides swapped, asks
+whether the holdout's *drop* is credibly more than the threshold (``H0: holdout lift >=
+-threshold``); a p-value at or below ``holdout_alpha`` rejects the patch.
 
 Everything here is arithmetic on numbers the caller measured, so the rule can be tested
 on fixed inputs at its boundaries and driven by ``benchmarks/improve_power.py``.
@@ -43,17 +63,15 @@ on fixed inputs at its boundaries and driven by ``benchmarks/improve_power.py``.
 
 from __future__ import annotations
 
-import functools
-import itertools
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-EXACT_TASKS = 16
-"""Up to this many tasks the sign-flip distribution is enumerated; above, sampled."""
-SAMPLED_FLIPS = 100_000
+from orchestrator.bench.permutation import EXACT_SPLITS, PERMUTATIONS, permutation_p
 
 
 class DecisionConfig(BaseModel):
@@ -66,15 +84,36 @@ class DecisionConfig(BaseModel):
     """The least lift of the train score worth keeping: the test's minimum effect."""
     night_alpha: float = Field(default=0.05, gt=0, lt=1)
     """The chance a cycle with no real improvement keeps anything, at most."""
+    baseline_repeats: int = Field(default=12, ge=1)
+    """Baseline builds per train task every look compares with, all asked for by the
+    screen (reused across iterations while nothing is accepted, so cheap after the first)."""
     screen_repeats: int = Field(default=1, ge=1)
+    """Candidate builds per train task of the screen."""
     screen_floor: float = Field(default=-0.1, le=0)
     """The screen drops a candidate whose lift is below this: clearly worse, not unlucky."""
-    full_repeats: int = Field(default=5, ge=2)
-    """Repeats per task of each side after the full stage (the screen's included)."""
-    confirm_repeats: int = Field(default=8, ge=1)
-    futility_p: float = Field(default=0.3, gt=0, le=1)
+    screen_futility_p: float = Field(default=0.6, gt=0, le=1)
+    """The screen drops a candidate whose p-value is above this."""
+    full_repeats: int = Field(default=3, ge=2)
+    """Candidate builds per train task after the full stage (the screen's included)."""
+    futility_p: float = Field(default=0.2, gt=0, le=1)
     """The full stage drops a candidate whose p-value is above this."""
-    holdout_alpha: float = Field(default=0.1, gt=0, lt=1)
+    early_share: float = Field(default=0.2, ge=0, lt=1)
+    """The share of alpha the full stage may accept on, settling the train question."""
+    confirm_repeats: int = Field(default=6, ge=1)
+    """More candidate builds per train task in the confirmation."""
+    holdout_repeats: int = Field(default=3, ge=1)
+    """Builds per holdout task and side, made only for a candidate the train test keeps."""
+    holdout_alpha: float = Field(default=0.02, gt=0, lt=1)
+    """The holdout vetoes when its drop's p-value is at or below this."""
+
+    @model_validator(mode="after")
+    def _full_adds_builds(self) -> DecisionConfig:
+        if self.full_repeats <= self.screen_repeats:
+            raise ValueError(
+                f"full_repeats ({self.full_repeats}) must be more than screen_repeats "
+                f"({self.screen_repeats}): the full stage adds candidate builds"
+            )
+        return self
 
 
 Scores = Mapping[str, Sequence[float]]
@@ -82,11 +121,13 @@ Scores = Mapping[str, Sequence[float]]
 
 
 class Test(BaseModel):
-    """One sign-flip test over tasks: the lift, its p-value, how many tasks."""
+    """One permutation test: the lift, its p-value, how many tasks and builds."""
 
     lift: float
     p: float
     tasks: int
+    builds: int = 0
+    """Builds of both sides the test read."""
 
 
 class Stage(BaseModel):
@@ -98,132 +139,8 @@ class Stage(BaseModel):
     train: Test
     holdout: Test | None = None
     reason: str
-
-
-def smallest_p(tasks: int) -> float:
-    """The smallest p-value an exact sign-flip test over ``tasks`` tasks can give."""
-    return 2.0**-tasks
-
-
-@functools.cache
-def _signs(n: int) -> np.ndarray:
-    if n <= EXACT_TASKS:
-        return np.array(list(itertools.product((1.0, -1.0), repeat=n)))
-    rng = np.random.default_rng(20261201)
-    flips = rng.choice((1.0, -1.0), size=(SAMPLED_FLIPS, n))
-    return np.vstack([np.ones(n), flips])  # the observed signs are one of them
-
-
-def _studentized(x: np.ndarray) -> np.ndarray:
-    """mean / (sd / sqrt(n)) of each row (a row of equal values: +-inf or 0)."""
-    n = x.shape[-1]
-    mean = x.mean(axis=-1)
-    sd = x.std(axis=-1, ddof=1) if n > 1 else np.zeros_like(mean)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = mean / (sd / np.sqrt(n))
-    flat = np.where(mean > 0, np.inf, np.where(mean < 0, -np.inf, 0.0))
-    return np.where(sd > 1e-12, t, flat)
-
-
-def sign_flip_p(values: Sequence[float]) -> float:
-    """One-sided p-value of ``mean(values) > 0`` by the sign-flip distribution of the
-    studentized mean (exact up to EXACT_TASKS values). No values: 1."""
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        return 1.0
-    observed = float(_studentized(x[None, :])[0])
-    flipped = _studentized(_signs(x.size) * x)
-    return float(np.mean(flipped >= observed - 1e-9))
-
-
-def task_differences(
-    baseline: Scores, candidate: Scores, weights: Mapping[str, float]
-) -> tuple[np.ndarray, np.ndarray]:
-    """(per-task mean differences, weights scaled to mean 1) for the tasks both measured."""
-    tasks = sorted(t for t in set(baseline) & set(candidate) if baseline[t] and candidate[t])
-    d = np.array([np.mean(candidate[t]) - np.mean(baseline[t]) for t in tasks], dtype=float)
-    w = np.array([weights.get(t, 1.0) for t in tasks], dtype=float)
-    return d, (w * len(w) / w.sum() if len(w) else w)
-
-
-def lift_test(
-    baseline: Scores, candidate: Scores, weights: Mapping[str, float], shift: float = 0.0
-) -> Test:
-    """The weighted lift and the p-value of ``H0: lift <= shift``."""
-    d, w = task_differences(baseline, candidate, weights)
-    lift = float(np.mean(w * d)) if len(d) else 0.0
-    return Test(lift=lift, p=sign_flip_p(w * (d - shift)), tasks=len(d))
-
-
-def drop_test(baseline: Scores, candidate: Scores, weights: Mapping[str, float], margin: float):
-    """The holdout lift, and the p-value of ``H0: the drop is at most margin``."""
-    d, w = task_differences(baseline, candidate, weights)
-    lift = float(np.mean(w * d)) if len(d) else 0.0
-    return Test(lift=lift, p=sign_flip_p(w * (-d - margin)), tasks=len(d))
-
-
-def screen(baseline: Scores, candidate: Scores, weights, cfg: DecisionConfig) -> Stage:
-    t = lift_test(baseline, candidate, weights, cfg.threshold)
-    if not t.tasks:
-        return Stage(stage="screen", go_on=False, train=t, reason="no train results to compare")
-    if t.lift < cfg.screen_floor:
-        reason = f"screen: train lift {t.lift:+.3f} is below {cfg.screen_floor:+.3f} (hopeless)"
-        return Stage(stage="screen", go_on=False, train=t, reason=reason)
-    return Stage(stage="screen", go_on=True, train=t, reason=f"screen: lift {t.lift:+.3f}")
-
-
-def full(baseline: Scores, candidate: Scores, weights, cfg: DecisionConfig) -> Stage:
-    t = lift_test(baseline, candidate, weights, cfg.threshold)
-    if t.lift < cfg.threshold:
-        reason = f"full: train lift {t.lift:+.3f} is below the threshold {cfg.threshold:.3f}"
-        return Stage(stage="full", go_on=False, train=t, reason=reason)
-    if t.p > cfg.futility_p:
-        reason = f"full: train lift {t.lift:+.3f} looks like noise (p = {t.p:.3f})"
-        return Stage(stage="full", go_on=False, train=t, reason=reason)
-    return Stage(stage="full", go_on=True, train=t, reason=f"full: lift {t.lift:+.3f}, p {t.p:.3f}")
-
-
-def confirm(
-    pooled_baseline: Scores,
-    pooled_candidate: Scores,
-    round_baseline: Scores,
-    round_candidate: Scores,
-    holdout_baseline: Scores,
-    holdout_candidate: Scores,
-    weights: Mapping[str, float],
-    cfg: DecisionConfig,
-    alpha: float,
-) -> Stage:
-    """The final decision: every train round pooled, the confirmation round on its own, and
-    the holdout (see the module docstring)."""
-    t = lift_test(pooled_baseline, pooled_candidate, weights, cfg.threshold)
-    again = lift_test(round_baseline, round_candidate, weights, cfg.threshold)
-    hold = drop_test(holdout_baseline, holdout_candidate, weights, cfg.threshold)
-    held = hold if hold.tasks else None
-    thr = cfg.threshold
-    if again.lift < thr:
-        reason = f"confirm: the confirmation round's lift {again.lift:+.3f} is below {thr:.3f}"
-        ok = False
-    elif t.lift < thr:
-        reason, ok = f"confirm: train lift {t.lift:+.3f} is below the threshold {thr:.3f}", False
-    elif t.p > alpha:
-        reason = (
-            f"confirm: train lift {t.lift:+.3f} over {thr:.3f} is not credible "
-            f"(p = {t.p:.4f} > alpha {alpha:.4f})"
-        )
-        ok = False
-    elif held is not None and hold.p <= cfg.holdout_alpha:
-        reason = (
-            f"confirm: the holdout fell by {-hold.lift:.3f}, credibly more than {thr:.3f} "
-            f"(p = {hold.p:.3f})"
-        )
-        ok = False
-    else:
-        reason = f"accepted: train lift {t.lift:+.3f} (p = {t.p:.4f} <= {alpha:.4f})" + (
-            "" if held is None else f", holdout {hold.lift:+.3f}"
-        )
-        ok = True
-    return Stage(stage="confirm", go_on=ok, train=t, holdout=held, reason=reason)
+    alpha: float | None = None
+    """The p-value this stage could accept at (None: a stage that only drops)."""
 
 
 @dataclass
@@ -247,8 +164,144 @@ class Round:
         )
 
 
-Measure = Callable[[str, int, bool], Round]
-"""(stage, repeats, with_holdout) -> a new round of builds of both sides, interleaved."""
+class Measure(Protocol):
+    """A new round of builds of both sides, interleaved: ``repeats`` candidate builds per
+    train task (only of ``tasks`` when given; none for an empty collection) and, with
+    ``holdout``, per holdout task; the baseline's builds per task are ``baseline`` (None:
+    ``repeats``; 0: none), taken first from the cycle's pool of builds of the same commit
+    that this iteration has not used (:class:`orchestrator.bench.reuse.BaselinePool`), only
+    the shortfall built."""
+
+    def __call__(
+        self,
+        stage: str,
+        repeats: int,
+        holdout: bool,
+        *,
+        tasks: Collection[str] | None = None,
+        baseline: int | None = None,
+    ) -> Round: ...
+
+
+def _test(first: Scores, second: Scores, weights: Mapping[str, float], shift: float) -> Test:
+    """The weighted lift of the first side over the second, over the tasks both measured
+    (each task a stratum), and the p-value of ``H0: lift <= shift``."""
+    tasks = sorted(t for t in first if len(first[t]) and len(second.get(t, ())))
+    if not tasks:
+        return Test(lift=0.0, p=1.0, tasks=0)
+    w = np.array([weights.get(t, 1.0) for t in tasks], dtype=float)
+    w = w / w.sum()
+    strata, coef, lift, builds = [], [], 0.0, 0
+    for wt, t in zip(w, tasks, strict=True):
+        a = np.asarray(first[t], dtype=float)
+        b = np.asarray(second[t], dtype=float)
+        lift += wt * (a.mean() - b.mean())
+        strata.append((np.concatenate([a - shift, b]), len(a)))
+        coef.append(wt * (1 / len(a) + 1 / len(b)))
+        builds += len(a) + len(b)
+    return Test(lift=float(lift), p=permutation_p(strata, coef), tasks=len(tasks), builds=builds)
+
+
+def lift_test(
+    baseline: Scores, candidate: Scores, weights: Mapping[str, float], shift: float = 0.0
+) -> Test:
+    """The weighted lift of the candidate, and the p-value of ``H0: lift <= shift``."""
+    return _test(candidate, baseline, weights, shift)
+
+
+def drop_test(
+    baseline: Scores, candidate: Scores, weights: Mapping[str, float], margin: float
+) -> Test:
+    """The (holdout) lift, and the p-value of ``H0: it drops by at most margin``."""
+    t = _test(baseline, candidate, weights, margin)
+    return t.model_copy(update={"lift": -t.lift})
+
+
+def smallest_p(tasks: int, cfg: DecisionConfig | None = None) -> float:
+    """The smallest p-value the test can give on ``tasks`` train tasks when every build the
+    rule asks for is made (fewer builds, a higher floor)."""
+    cfg = cfg or DecisionConfig()
+    candidate = cfg.full_repeats + cfg.confirm_repeats
+    ways = math.comb(candidate + cfg.baseline_repeats, candidate) ** tasks
+    return 1 / ways if ways <= EXACT_SPLITS else 1 / (1 + PERMUTATIONS)
+
+
+# -- the stages -------------------------------------------------------------------------
+
+
+def screen(pooled: Round, weights: Mapping[str, float], cfg: DecisionConfig) -> Stage:
+    t = lift_test(pooled.baseline_train, pooled.candidate_train, weights, cfg.threshold)
+    if not t.tasks:
+        return Stage(stage="screen", go_on=False, train=t, reason="no train results to compare")
+    if t.lift < cfg.screen_floor:
+        reason = f"screen: train lift {t.lift:+.3f} is below {cfg.screen_floor:+.3f} (hopeless)"
+        return Stage(stage="screen", go_on=False, train=t, reason=reason)
+    if t.p > cfg.screen_futility_p:
+        reason = f"screen: train lift {t.lift:+.3f} looks like noise (p = {t.p:.3f})"
+        return Stage(stage="screen", go_on=False, train=t, reason=reason)
+    return Stage(
+        stage="screen", go_on=True, train=t, reason=f"screen: lift {t.lift:+.3f}, p {t.p:.3f}"
+    )
+
+
+def full(
+    pooled: Round, weights: Mapping[str, float], cfg: DecisionConfig, alpha: float = 0.0
+) -> Stage:
+    """The second look; given the iteration's ``alpha``, a p-value at or below
+    ``early_share * alpha`` settles the train question (the stage's ``alpha``)."""
+    t = lift_test(pooled.baseline_train, pooled.candidate_train, weights, cfg.threshold)
+    early = cfg.early_share * alpha or None
+    if t.lift < cfg.threshold:
+        reason = f"full: train lift {t.lift:+.3f} is below the threshold {cfg.threshold:.3f}"
+        return Stage(stage="full", go_on=False, train=t, reason=reason, alpha=early)
+    if t.p > cfg.futility_p:
+        reason = f"full: train lift {t.lift:+.3f} looks like noise (p = {t.p:.3f})"
+        return Stage(stage="full", go_on=False, train=t, reason=reason, alpha=early)
+    reason = f"full: lift {t.lift:+.3f}, p {t.p:.4f}"
+    if early is not None and t.p <= early:
+        reason += f" <= {early:.4f}: settled, the holdout next"
+    return Stage(stage="full", go_on=True, train=t, reason=reason, alpha=early)
+
+
+def settled(stage: Stage) -> bool:
+    """Whether a full stage settled the train question early."""
+    return stage.go_on and stage.alpha is not None and stage.train.p <= stage.alpha
+
+
+def confirm(
+    pooled: Round, weights: Mapping[str, float], cfg: DecisionConfig, alpha: float
+) -> Stage:
+    """The final decision: the train lift over every round at ``alpha`` (this look's share),
+    then the holdout's veto (see the module docstring)."""
+    thr = cfg.threshold
+    t = lift_test(pooled.baseline_train, pooled.candidate_train, weights, thr)
+    hold = drop_test(pooled.baseline_holdout, pooled.candidate_holdout, weights, thr)
+    held = hold if hold.tasks else None
+    if t.lift < thr:
+        reason, ok = f"confirm: train lift {t.lift:+.3f} is below the threshold {thr:.3f}", False
+    elif t.p > alpha:
+        reason = (
+            f"confirm: train lift {t.lift:+.3f} over {thr:.3f} is not credible "
+            f"(p = {t.p:.4f} > alpha {alpha:.4f})"
+        )
+        ok = False
+    elif held is not None and hold.p <= cfg.holdout_alpha:
+        reason = (
+            f"confirm: the holdout fell by {-hold.lift:.3f}, credibly more than {thr:.3f} "
+            f"(p = {hold.p:.3f})"
+        )
+        ok = False
+    else:
+        reason = f"accepted: train lift {t.lift:+.3f} (p = {t.p:.4f} <= {alpha:.4f})" + (
+            "" if held is None else f", holdout {hold.lift:+.3f}"
+        )
+        ok = True
+    return Stage(stage="confirm", go_on=ok, train=t, holdout=held, reason=reason, alpha=alpha)
+
+
+def accepted(stages: Sequence[Stage]) -> bool:
+    """The product's accept predicate: the last stage is a confirmation that went on."""
+    return bool(stages) and stages[-1].stage == "confirm" and stages[-1].go_on
 
 
 def evaluate(
@@ -256,29 +309,22 @@ def evaluate(
 ) -> list[Stage]:
     """Run the stages (see the module docstring), asking ``measure`` for each round of
     builds; the stages decided, the last one saying whether the patch is kept."""
-    first = measure("screen", cfg.screen_repeats, False)
-    stages = [screen(first.baseline_train, first.candidate_train, weights, cfg)]
+    pooled = measure("screen", cfg.screen_repeats, False, baseline=cfg.baseline_repeats)
+    stages = [screen(pooled, weights, cfg)]
     if not stages[-1].go_on:
         return stages
-    pooled = first + measure("full", cfg.full_repeats - cfg.screen_repeats, True)
-    stages.append(full(pooled.baseline_train, pooled.candidate_train, weights, cfg))
+    pooled += measure("full", cfg.full_repeats - cfg.screen_repeats, False, baseline=0)
+    stages.append(full(pooled, weights, cfg, alpha))
     if not stages[-1].go_on:
         return stages
-    again = measure("confirm", cfg.confirm_repeats, True)
-    pooled = pooled + again
-    stages.append(
-        confirm(
-            pooled.baseline_train,
-            pooled.candidate_train,
-            again.baseline_train,
-            again.candidate_train,
-            pooled.baseline_holdout,
-            pooled.candidate_holdout,
-            weights,
-            cfg,
-            alpha,
-        )
-    )
+    look = cfg.early_share * alpha
+    if not settled(stages[-1]):
+        pooled += measure("confirm", cfg.confirm_repeats, False, baseline=0)
+        look = alpha - look
+    t = lift_test(pooled.baseline_train, pooled.candidate_train, weights, cfg.threshold)
+    if t.lift >= cfg.threshold and t.p <= look:  # the holdout only for a would-be accept
+        pooled += measure("holdout", cfg.holdout_repeats, True, tasks=())
+    stages.append(confirm(pooled, weights, cfg, look))
     return stages
 
 

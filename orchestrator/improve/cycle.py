@@ -20,8 +20,7 @@ of repeats) for its first weakness and the night's starting score. Then each ite
    with alpha = the night's alpha over the iterations); the candidate's code builds, the
    cycle's own code scores. While no patch is accepted the baseline is the same commit,
    so its earlier builds (the survey's, every round's) serve later rounds and only the
-   shortfall is built (:mod:`orchestrator.bench.reuse`), never for the weakness's own
-   tasks, whose builds picked it;
+   shortfall is built (:mod:`orchestrator.bench.reuse`);
 5. on acceptance commits exactly the files the proposal edited (anything else changed in
    the worktree rejects it), writes the lesson and goes on from the new code; on rejection
    removes the branch and remembers it, so no later proposal repeats it;
@@ -54,13 +53,13 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.bench.decision import evaluate, weighted_mean
+from orchestrator.bench.decision import accepted, evaluate, weighted_mean
 from orchestrator.bench.results import MatrixResults, merge_results
 from orchestrator.bench.reuse import BaselinePool
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
-from orchestrator.improve.estimate import Estimate, PerBuild, cannot_finish
+from orchestrator.improve.estimate import Estimate, cannot_finish
 from orchestrator.improve.git import Worktree, cycle_lock, files_at, git, repo_root, work_tree_clean
 from orchestrator.improve.lessons import SelfLessons, told
 from orchestrator.improve.lifetime import ErrorBudget, Lifetime
@@ -204,8 +203,7 @@ class ImproveCycle:
         _write(self.folder / "baseline.json", reference)
         self.built += survey.parts["baseline"]
         if self.estimate is not None:  # what a build costs, now measured
-            free = self.estimate.per_build.free
-            self.estimate.per_build = PerBuild.of(self.built, "the survey", free=free)
+            self.estimate.measure(self.built, "the survey")
             self.say(self.estimate.money())
             self.say(self.estimate.timing())
         self.tasks = {t.task_id: t.split for t in reference.tasks}
@@ -360,7 +358,7 @@ class ImproveCycle:
         _write(folder / "proposal.json", {"proposal": proposal.model_dump(), "answer": answer})
         branch = f"cadillac/improve-{s.id}-iter{i}"
         self.pool.start_iteration(s.tip_commit)
-        reuse = Reuse(self.pool, s.tip_commit, self.tasks, frozenset(weakness.tasks))
+        reuse = Reuse(self.pool, s.tip_commit, self.tasks)
         with (
             Worktree(self.repo, branch, s.tip_commit) as tree,
             Worktree(self.repo, None, s.tip_commit) as base,
@@ -437,7 +435,7 @@ class ImproveCycle:
         record.stages = stages
         record.train_delta, record.p = last.train.lift, last.train.p
         record.holdout_delta = last.holdout.lift if last.holdout else None
-        record.status = "accepted" if last.stage == "confirm" and last.go_on else "rejected"
+        record.status = "accepted" if accepted(stages) else "rejected"
         record.reason = last.reason
         record.candidate_score = weighted_mean(rounds.scores.candidate_train, self.weights)
         record.baseline_score = weighted_mean(rounds.scores.baseline_train, self.weights)

@@ -13,17 +13,18 @@ hands to each round so no build starts past them.
 that needs n builds of a task takes the tip's scores this iteration has not used yet and
 builds the shortfall, in one trial per shortfall (``<stage>-baseline.json``, then
 ``<stage>-baseline-2.json`` ...), each building only its tasks. What it built goes into
-the pool. The tasks of the weakness the iteration works on are never served from the
-pool: that weakness was picked *because* of those tasks' baseline builds (they failed),
-so their scores are no fresh draws for this iteration's test (reused, they would lower
-the baseline where the patch aims, and a patch that does nothing would look like a lift).
-The records say how many scores each stage reused; the books count only builds made.
+the pool. The records say how many scores each stage reused; the books count only
+builds made. (The weakness an iteration works on was picked from those same builds; that
+does not bias its test: a patch that changes nothing leaves the candidate's builds as
+they would have been whatever was picked, and the baseline's pooled scores, read whole,
+are what fresh builds would be.)
 """
 
 from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,8 +95,6 @@ class Reuse:
     tasks: dict[str, str] = field(default_factory=dict)
     """The matrix's tasks and their splits (task id -> train or holdout); empty before the
     survey measured them, when nothing is taken and the whole split is built."""
-    fresh: frozenset[str] = frozenset()
-    """Tasks always built afresh: the iteration's weakness's (its builds picked it)."""
 
 
 @dataclass
@@ -121,21 +120,29 @@ class Rounds:
     """Every round's scores as the decision read them (reused ones included)."""
 
     def __call__(
-        self, stage: str, repeats: int, holdout: bool, tasks: list[str] | None = None
+        self,
+        stage: str,
+        repeats: int,
+        holdout: bool,
+        *,
+        tasks: Collection[str] | None = None,
+        baseline: int | None = None,
     ) -> Round:
-        """A round of ``repeats`` builds per task of both sides: every train task, or only
-        ``tasks`` of them, and the holdout's with ``holdout``."""
+        """A round (the decision's ``Measure``): ``repeats`` candidate builds per train task
+        (only of ``tasks`` when given, none for an empty one) and, with ``holdout``, per
+        holdout task; ``baseline`` builds of the baseline per task (None: ``repeats``; 0:
+        none), those the pool serves taken, the rest built."""
         cost, tokens = self.books.left()
-        split = "all" if holdout else "train"
         seed = zlib.crc32(f"{self.seed_key}:{stage}".encode()) & 0x7FFFFFFF
-        chosen, taken, short = self._plan(split, repeats, tasks)
+        each = repeats if baseline is None else baseline
+        split, names, taken, short = self._plan(holdout, each, tasks)
         jobs: dict[str, list[tuple[str, Path, RoundSpec]]] = {"baseline": []}
         for n, (need, ids) in enumerate(short):
             label = f"{stage}-baseline" + (f"-{n + 1}" if n else "")
             spec = RoundSpec(need, split, seed, tasks=ids)
             jobs["baseline"].append((label, self.baseline_code, spec))
         if self.candidate_code is not None:
-            spec = RoundSpec(repeats, split, seed, tasks=chosen)
+            spec = RoundSpec(repeats, split, seed, tasks=names)
             jobs["candidate"] = [(f"{stage}-candidate", self.candidate_code, spec)]
         planned = {label: _planned(spec, len(self.reuse.tasks) if self.reuse else 0)
                    for side in jobs.values() for label, _, spec in side}  # fmt: skip
@@ -174,7 +181,10 @@ class Rounds:
             raise capped
         known = self.reuse.tasks if self.reuse is not None else {}
         base = _scores(results.get("baseline", []), taken, known)
-        cand = _scores(results["candidate"], {}, known) if "candidate" in results else base
+        if self.candidate_code is None:  # the survey: the baseline alone, on both sides
+            cand = base
+        else:
+            cand = _scores(results.get("candidate", []), {}, known)
         measured = Round(
             baseline_train=base["train"],
             candidate_train=cand["train"],
@@ -185,37 +195,39 @@ class Rounds:
         return measured
 
     def _plan(
-        self, split: str, repeats: int, tasks: list[str] | None
-    ) -> tuple[list[str] | None, dict[str, list[float]], list[tuple[int, list[str] | None]]]:
-        """(the tasks of the round, None for the whole split; the scores taken from the pool,
-        per task; the baseline's builds: (repeats, tasks or None) per trial, most first)."""
+        self, holdout: bool, each: int, tasks: Collection[str] | None
+    ) -> tuple[str, list[str] | None, dict[str, list[float]], list[tuple[int, list[str] | None]]]:
+        """(the round's split; its tasks, None for the whole split; the scores taken from the
+        pool, per task; the baseline's builds: (repeats, tasks or None) per trial, most
+        first) for ``each`` baseline builds per task."""
         known = self.reuse.tasks if self.reuse is not None else {}
         if not known:
             if tasks is not None:
                 raise ValueError("a round of some tasks needs the matrix's tasks (the survey's)")
-            return None, {}, [(repeats, None)]
-        chosen = [
-            t
-            for t, where in sorted(known.items())
-            if (where == "train" and (tasks is None or t in tasks))
-            or (where == "holdout" and split == "all")
+            return ("all" if holdout else "train"), None, {}, ([(each, None)] if each else [])
+        train = [
+            t for t, w in sorted(known.items()) if w == "train" and (tasks is None or t in tasks)
         ]
+        held = [t for t, w in sorted(known.items()) if w == "holdout"] if holdout else []
+        split = "all" if train and held else "holdout" if held else "train"
+        whole = {t for t, w in known.items() if split in ("all", w)}
+        chosen = train + held
+        names = None if set(chosen) == whole else chosen
         reuse = self.reuse
         serving = reuse is not None and reuse.pool.commit == reuse.commit
         taken: dict[str, list[float]] = {}
         need: dict[int, list[str]] = {}
-        for task in chosen:
-            got = reuse.pool.take(task, repeats) if serving and task not in reuse.fresh else []
+        for task in chosen if each else []:
+            got = reuse.pool.take(task, each) if serving else []
             if got:
                 taken[task] = got
-            if repeats - len(got):
-                need.setdefault(repeats - len(got), []).append(task)
-        whole = tasks is None
+            if each - len(got):
+                need.setdefault(each - len(got), []).append(task)
         short = [
-            (n, None if whole and n == repeats and ids == chosen else ids)
+            (n, None if names is None and ids == chosen else ids)
             for n, ids in sorted(need.items(), reverse=True)
         ]
-        return (None if whole else chosen), taken, short
+        return split, names, taken, short
 
     def _side(self, jobs: list[tuple[str, Path, RoundSpec]]):
         """One side's trials, one after the other: ([(label, results)], (label, the cap that

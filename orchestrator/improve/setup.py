@@ -117,13 +117,13 @@ def make_cycle(
             f"kept; {_what_would_help(train, rule.night_alpha, config.iterations)}"
         )
     granted = lifetime_grant(home, repo, config)
-    if granted is not None and smallest_p(train) > granted:
+    if granted is not None and smallest_p(train, rule) > granted:
         raise CadillacError(
             f"{request.matrix} has {train} train task(s): the decision's test cannot give a "
-            f"p-value below {smallest_p(train):.3g}, above the {granted:.3g} per iteration "
+            f"p-value below {smallest_p(train, rule):.3g}, above the {granted:.3g} per iteration "
             f"that the repository's lifetime error budget ({config.lifetime_alpha:g}) grants "
-            "now, so no patch could be kept; add train tasks, run fewer --iterations, or "
-            "give a larger --lifetime-alpha (a weaker bound over the repository's life)"
+            "now, so no patch could be kept; run fewer --iterations, or give a larger "
+            "--lifetime-alpha (a weaker bound over the repository's life)"
         )
     improver = LLMClient(request.improver)
     cycle = ImproveCycle(

@@ -7,149 +7,275 @@ import itertools
 import numpy as np
 import pytest
 
+from orchestrator.bench import decision
 from orchestrator.bench.decision import (
     DecisionConfig,
     Round,
+    Stage,
+    accepted,
     confirm,
     drop_test,
     evaluate,
     full,
     lift_test,
     screen,
-    sign_flip_p,
     smallest_p,
-    task_differences,
 )
+from orchestrator.bench.permutation import EXACT_SPLITS, PERMUTATIONS, permutation_p
 
 CFG = DecisionConfig(threshold=0.02)  # the boundaries below are computed for this threshold
 
 
-def by_hand(values: list[float]) -> float:
-    """The sign-flip p-value computed the slow, obvious way."""
+def by_hand(baseline: dict, candidate: dict, weights: dict, shift: float = 0.0) -> float:
+    """The build-level p-value the slow, obvious way: every relabelling of every task's
+    builds, the weighted lift of each recomputed from scratch."""
 
-    def t(x):
-        x = np.asarray(x, dtype=float)
-        sd = x.std(ddof=1)
-        return np.inf * np.sign(x.mean()) if sd == 0 else x.mean() / (sd / np.sqrt(len(x)))
+    def lift(cand, base):
+        total = sum(weights.get(t, 1.0) for t in cand)
+        return (
+            sum(weights.get(t, 1.0) * (np.mean(cand[t]) - np.mean(base[t])) for t in cand) / total
+        )
 
-    observed = t(values)
-    flips = [t([s * v for s, v in zip(signs, values, strict=True)])
-             for signs in itertools.product((1, -1), repeat=len(values))]  # fmt: skip
-    return sum(f >= observed - 1e-9 for f in flips) / len(flips)
-
-
-def test_the_sign_flip_test_against_a_hand_computed_case():
-    # four differences, all positive: only the all-plus flip is as extreme -> 1/16
-    assert sign_flip_p([0.1, 0.2, 0.3, 0.4]) == pytest.approx(1 / 16)
-    mixed = [0.3, -0.1, 0.2, 0.25, -0.05]
-    assert sign_flip_p(mixed) == pytest.approx(by_hand(mixed))
-    # with one negative of size 0.1: flips that keep t as high are counted by hand
-    assert sign_flip_p([0.1, 0.2, 0.3, -0.1]) == pytest.approx(by_hand([0.1, 0.2, 0.3, -0.1]))
-    assert sign_flip_p([]) == 1.0
-    assert sign_flip_p([-0.2, -0.1, -0.3]) == pytest.approx(1.0)
-
-
-def test_the_smallest_p_over_n_tasks():
-    assert smallest_p(4) == 0.0625 and smallest_p(8) == 2**-8
-    assert sign_flip_p([0.5] * 6) == pytest.approx(smallest_p(6))  # equal and positive
+    tasks = sorted(candidate)
+    pooled = {t: [x - shift for x in candidate[t]] + list(baseline[t]) for t in tasks}
+    choices = [
+        list(itertools.combinations(range(len(pooled[t])), len(candidate[t]))) for t in tasks
+    ]
+    observed = lift({t: pooled[t][: len(candidate[t])] for t in tasks}, baseline)
+    count = n = 0
+    for pick in itertools.product(*choices):
+        cand = {t: [pooled[t][i] for i in c] for t, c in zip(tasks, pick, strict=True)}
+        base = {
+            t: [x for i, x in enumerate(pooled[t]) if i not in c]
+            for t, c in zip(tasks, pick, strict=True)
+        }
+        count += lift(cand, base) >= observed - 1e-9
+        n += 1
+    return count / n
 
 
-def test_the_task_is_the_unit_and_weights_scale_the_lift():
-    d, w = task_differences({"a": [0, 0, 0], "b": [0.5]}, {"a": [1, 1, 0], "b": [1.0]}, {})
-    assert list(d) == pytest.approx([2 / 3, 0.5]) and list(w) == [1.0, 1.0]
-    t = lift_test({"a": [0], "b": [0]}, {"a": [1], "b": [0]}, {"a": 3.0, "b": 1.0})
-    assert t.lift == pytest.approx(0.75) and t.tasks == 2  # the weighted score 0 -> 0.75
+def test_the_build_level_test_against_hand_computed_cases():
+    # one task, one build a side: the candidate's 1 is the larger of two -> 1/2
+    assert lift_test({"a": [0]}, {"a": [1]}, {}).p == 0.5
+    # two builds a side, both higher: 1 of the C(4, 2) = 6 splits -> 1/6
+    t = lift_test({"a": [0, 0]}, {"a": [1, 1]}, {})
+    assert t.p == pytest.approx(1 / 6) and t.lift == 1.0 and t.tasks == 1 and t.builds == 4
+    # weights 3 and 1: a rises by 1, b falls by 1; lift 0.5; the 4 splits give lifts
+    # 0.5 (observed), 1.0, -1.0 and -0.5 -> 2 of 4 at least as high
+    t = lift_test({"a": [0], "b": [1]}, {"a": [1], "b": [0]}, {"a": 3.0, "b": 1.0})
+    assert t.lift == pytest.approx(0.5) and t.p == 0.5
+    case = ({"a": [0.2, 0.5, 0.1], "b": [1.0, 0.0]}, {"a": [0.6, 0.3], "b": [1.0, 1.0, 0.5]})
+    assert lift_test(*case, {"a": 2.0}).p == pytest.approx(by_hand(*case, {"a": 2.0}))
+    assert lift_test(*case, {}, 0.05).p == pytest.approx(by_hand(*case, {}, 0.05))
+    assert lift_test({}, {}, {}) == decision.Test(lift=0.0, p=1.0, tasks=0)
+    assert lift_test({"a": [0.3]}, {"b": [0.9]}, {}).tasks == 0  # no task both measured
+
+
+def test_equal_scores_are_never_credible():
+    assert lift_test({"a": [0.5] * 4}, {"a": [0.5] * 3}, {}).p == 1.0
+    assert lift_test({"a": [1.0] * 12, "b": [0.0] * 12}, {"a": [1.0], "b": [0.0]}, {}).p == 1.0
+    assert permutation_p([(np.array([1.0, 0.0]), 1)], [0.0]) == 1.0  # nothing can move
 
 
 def test_the_threshold_is_the_minimum_effect():
-    tasks = [f"t{i}" for i in range(6)]
-    base = {t: [0.5] for t in tasks}
-    just_over = {t: [0.5 + 0.021 + 0.001 * i] for i, t in enumerate(tasks)}
-    just_under = {t: [0.5 + 0.015 + 0.001 * i] for i, t in enumerate(tasks)}
-    assert lift_test(base, just_over, {}, CFG.threshold).p == pytest.approx(1 / 64)
-    assert lift_test(base, just_under, {}, CFG.threshold).p > 0.5  # under 0.02: no evidence
-    assert lift_test(base, just_under, {}, 0.0).p == pytest.approx(1 / 64)
+    base, cand = {"a": [0.5, 0.5]}, {"a": [0.52, 0.52]}
+    assert lift_test(base, cand, {}, 0.01).p == pytest.approx(1 / 6)  # 0.51 > 0.5
+    assert lift_test(base, cand, {}, 0.03).p == 1.0  # 0.49 < 0.5: no evidence of 0.03
+    # the shifted p-value is never below the unshifted one (what makes the shift valid)
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        b = {t: list(rng.random(rng.integers(1, 4)).round(1)) for t in "abc"}
+        c = {t: list(rng.random(rng.integers(1, 3)).round(1)) for t in "abc"}
+        assert lift_test(b, c, {}, 0.05).p >= lift_test(b, c, {}, 0.0).p - 1e-12
+        assert lift_test(b, c, {}, 0.05).p == pytest.approx(by_hand(b, c, {}, 0.05))
 
 
-def test_screen_drops_only_what_is_clearly_worse():
-    assert screen({"a": [0.5]}, {"a": [0.5]}, {}, CFG).go_on  # one unlucky repeat is no verdict
-    assert screen({"a": [0.59]}, {"a": [0.5]}, {}, CFG).go_on  # above the floor of -0.1
-    assert "hopeless" in screen({"a": [0.61]}, {"a": [0.5]}, {}, CFG).reason
-    assert screen({"a": [0.5]}, {"a": [0.51]}, {}, CFG).go_on
-    assert not screen({}, {}, {}, CFG).go_on
+def test_sampled_p_values_are_close_to_exact_ones_and_honest_under_aa():
+    # 3 tasks of 3 + 3 builds and one of 1 + 2: 20^3 * 3 = 24,000 splits, over EXACT_SPLITS
+    rng = np.random.default_rng(11)
+    base = {t: list(rng.random(3).round(2)) for t in "abc"} | {"d": [0.3, 0.1]}
+    cand = {t: list((rng.random(3) + 0.2).round(2)) for t in "abc"} | {"d": [0.4]}
+    assert EXACT_SPLITS < 20**3 * 3
+    assert lift_test(base, cand, {}).p == pytest.approx(by_hand(base, cand, {}), abs=0.01)
+    assert lift_test(base, cand, {}).p == lift_test(base, cand, {}).p  # a fixed seed
+    # A/A: both sides from one distribution; p <= 0.1 about a tenth of the time, no more
+    hits = 0
+    for _ in range(300):
+        scores = {t: list(rng.binomial(4, 0.6, 6) / 4) for t in "abcdefgh"}
+        base, cand = ({t: s[:4] for t, s in scores.items()}, {t: s[4:] for t, s in scores.items()})
+        hits += lift_test(base, cand, {}).p <= 0.1
+    assert hits <= 300 * 0.1 + 2 * np.sqrt(300 * 0.1 * 0.9)
 
 
-def test_full_drops_below_the_threshold_and_noise():
+def test_a_full_stage_must_add_builds():
+    with pytest.raises(ValueError, match="full_repeats"):
+        DecisionConfig(screen_repeats=3, full_repeats=3)
+
+
+def test_the_smallest_p_the_rule_can_give():
+    tiny = DecisionConfig(baseline_repeats=1, full_repeats=2, confirm_repeats=1)
+    assert smallest_p(3, tiny) == 1 / 4**3  # 3 candidate builds and 1 baseline: 4 splits a task
+    assert smallest_p(1) == 1 / (1 + PERMUTATIONS)  # the default's builds: sampled
+    assert smallest_p(26) < DecisionConfig().night_alpha / 5
+
+
+def two_of_sixteen() -> tuple[dict, dict]:
+    """16 train tasks; 14 do not move (scores vary, same means), 2 go from 1/12 to 1."""
+    base = {f"t{i:02}": [0.4, 0.6] * 6 for i in range(14)}
+    cand = {t: [0.5] + [0.4, 0.6] * 4 for t in base}
+    for t in ("m1", "m2"):
+        base[t] = [0.0, 1.0] + [0.0] * 10
+        cand[t] = [1.0] * 9
+    return base, cand
+
+
+def task_level_p(d: list[float]) -> float:
+    """The former rule's p-value: the studentized mean of the task differences against
+    every flip of their signs."""
+
+    x = np.array(list(itertools.product((1.0, -1.0), repeat=len(d)))) * np.asarray(d)
+    mean, sd = x.mean(axis=1), x.std(axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(sd > 1e-12, mean / (sd / np.sqrt(len(d))), np.sign(mean) * np.inf)
+    return float(np.mean(t >= t[0] - 1e-9))  # the first row keeps every sign
+
+
+def test_a_lift_on_two_of_sixteen_tasks_is_found_where_the_task_level_test_cannot_reach():
+    base, cand = two_of_sixteen()
+    alpha = DecisionConfig().night_alpha / 5
+    d = [np.mean(cand[t]) - np.mean(base[t]) for t in sorted(base)]
+    assert task_level_p(d) == 0.25  # only the 4 sign flips of the two moved tasks count
+    t = lift_test(base, cand, {}, CFG.threshold)
+    assert t.lift == pytest.approx(2 / 16 * 11 / 12) and t.p == 1 / (1 + PERMUTATIONS) < alpha
+
+
+def test_screen_drops_what_is_clearly_worse_or_noise():
+    assert screen(Round({"a": [0.5]}, {"a": [0.61]}), {}, CFG).go_on
+    assert "hopeless" in screen(Round({"a": [0.61]}, {"a": [0.5]}), {}, CFG).reason
+    noise = screen(Round({"a": [0.5] * 3}, {"a": [0.5]}), {}, CFG)
+    assert not noise.go_on and "noise" in noise.reason and noise.train.p == 1.0
+    assert not screen(Round(), {}, CFG).go_on
+
+
+def test_full_drops_below_the_threshold_and_noise_and_may_settle_early():
     base = {f"t{i}": [0.5, 0.5] for i in range(8)}
-    small = {t: [0.51, 0.51] for t in base}
-    assert "below the threshold" in full(base, small, {}, CFG).reason
-    noisy = {t: [1.0, 1.0] if i % 2 else [0.0, 0.1] for i, t in enumerate(base)}
-    stage = full(base, noisy, {}, CFG)
+    assert "below the threshold" in full(Round(base, {t: [0.51] for t in base}), {}, CFG).reason
+    noisy = {t: [1.0] if i < 5 else [0.0] for i, t in enumerate(base)}  # lift 0.125, exact
+    stage = full(Round(base, noisy), {}, CFG)
     assert not stage.go_on and "noise" in stage.reason and stage.train.p > CFG.futility_p
-    clear = {t: [0.8, 0.9] for t in base}
-    assert full(base, clear, {}, CFG).go_on
+    clear = {f"t{i}": [0.0, 0.1, 0.2] for i in range(8)}, {f"t{i}": [0.9] * 3 for i in range(8)}
+    p = full(Round(*clear), {}, CFG).train.p  # sampled: 20^8 splits
+    assert p == 1 / (1 + PERMUTATIONS)
+    settled = full(Round(*clear), {}, CFG, alpha=0.01)
+    assert settled.go_on and settled.alpha == pytest.approx(0.01 * CFG.early_share)
+    assert "settled" in settled.reason
+    unsure = full(Round(*clear), {}, CFG.model_copy(update={"early_share": 0.0}), alpha=0.01)
+    assert unsure.go_on and unsure.alpha is None and "settled" not in unsure.reason
 
 
-def confirm_with(train_lifts, round_lift=0.3, holdout=(), alpha=0.05):
-    tasks = [f"t{i}" for i in range(len(train_lifts))]
-    base = {t: [0.3] for t in tasks}
-    cand = {t: [0.3 + x] for t, x in zip(tasks, train_lifts, strict=True)}
-    again = {t: [0.3 + round_lift] for t in tasks}
-    hb = {f"h{i}": [0.6] for i in range(len(holdout))}
-    hc = {f"h{i}": [0.6 + x] for i, x in enumerate(holdout)}
-    return confirm(base, cand, base, again, hb, hc, {}, CFG, alpha)
+def confirmed(train: tuple[dict, dict], holdout=({}, {}), alpha=0.05) -> Stage:
+    return confirm(Round(*train, *holdout), {}, CFG, alpha)
 
 
 def test_confirm_accepts_a_credible_lift_and_its_alpha_decides():
-    lifts = [0.3, 0.35, 0.4, 0.25, 0.3, 0.45]  # six tasks: p = 1/64
-    ok = confirm_with(lifts)
-    assert ok.go_on and ok.train.p == pytest.approx(1 / 64) and "accepted" in ok.reason
-    tight = confirm_with(lifts, alpha=0.01)  # 1/64 = 0.0156 > 0.01
-    assert not tight.go_on and "not credible" in tight.reason
-
-
-def test_confirm_needs_the_confirmation_round_to_lift_too():
-    stage = confirm_with([0.3] * 6, round_lift=0.0)
-    assert not stage.go_on and "confirmation round" in stage.reason
+    train = {"a": [0.0, 0.0, 0.0]}, {"a": [1.0, 1.0]}  # 1 of C(5, 2) = 10 splits
+    ok = confirmed(train, alpha=0.1)
+    assert ok.go_on and ok.train.p == pytest.approx(0.1) and "accepted" in ok.reason
+    assert ok.alpha == 0.1 and ok.holdout is None
+    tight = confirmed(train, alpha=0.099)
+    assert not tight.go_on and "not credible" in tight.reason and "0.1000 > alpha" in tight.reason
+    small = confirmed(({"a": [0.5]}, {"a": [0.51]}), alpha=0.5)
+    assert not small.go_on and "below the threshold" in small.reason
 
 
 def test_the_holdout_vetoes_only_a_credible_drop():
-    lifts = [0.3, 0.35, 0.4, 0.25, 0.3, 0.45]
-    drop = confirm_with(lifts, holdout=[-0.3, -0.4, -0.35, -0.5, -0.3])  # p = 1/32 <= 0.1
-    assert not drop.go_on and "holdout fell" in drop.reason
-    assert drop.holdout.lift == pytest.approx(-0.37)
-    one_bad = confirm_with(lifts, holdout=[-0.5, 0.0, 0.0, 0.05, 0.0])  # a point, no evidence
-    assert one_bad.go_on and one_bad.holdout.lift == pytest.approx(-0.09)
-    small = drop_test({"h": [0.6]}, {"h": [0.59]}, {}, CFG.threshold)  # 0.01 < the margin
-    assert small.p == 1.0
+    train = {"a": [0.0, 0.0, 0.0]}, {"a": [1.0, 1.0]}
+    hb = {f"h{i}": [0.6, 0.7] for i in range(4)}
+    fell = {f"h{i}": [0.1, 0.2] for i in range(4)}  # 1 of 6^4 splits: p = 1/1296
+    drop = confirmed(train, (hb, fell), alpha=0.1)
+    assert not drop.go_on and drop.reason.startswith("confirm: the holdout fell by 0.500")
+    assert drop.holdout.lift == pytest.approx(-0.5) and drop.holdout.p == pytest.approx(1 / 1296)
+    one_bad = {f"h{i}": [0.6, 0.7] if i else [0.1, 0.0] for i in range(4)}  # no evidence
+    kept = confirmed(train, (hb, one_bad), alpha=0.1)
+    assert kept.go_on and kept.holdout.lift == pytest.approx(-0.15)
+    assert "holdout -0.150" in kept.reason and kept.holdout.p > CFG.holdout_alpha
+    small = drop_test({"h": [0.6, 0.6]}, {"h": [0.59, 0.59]}, {}, CFG.threshold)
+    assert small.p == 1.0 and small.lift == pytest.approx(-0.01)  # under the margin: no veto
 
 
-def test_evaluate_runs_the_stages_and_stops_at_the_first_drop():
-    asked = []
+def test_accepted_is_a_confirmation_that_went_on():
+    t = decision.Test(lift=0.1, p=0.001, tasks=3)
+    assert accepted([Stage(stage="screen", go_on=True, train=t, reason=""),
+                     Stage(stage="confirm", go_on=True, train=t, reason="")])  # fmt: skip
+    assert not accepted([Stage(stage="confirm", go_on=False, train=t, reason="")])
+    assert not accepted([Stage(stage="full", go_on=True, train=t, reason="")])
+    assert not accepted([])
 
-    def measure(stage, repeats, holdout):
-        asked.append((stage, repeats, holdout))
-        lift = -0.2 if stage == "screen" else 0.4
-        return Round(
-            {f"t{i}": [0.3] * repeats for i in range(6)},
-            {f"t{i}": [0.3 + lift] * repeats for i in range(6)},
-        )
 
-    stages = evaluate(measure, {}, CFG, 0.05)
-    assert [s.stage for s in stages] == ["screen"] and asked == [("screen", 1, False)]
+class Scripted:
+    """A measure that hands out fixed scores, each round the next ones of every task and
+    side, and records what it was asked."""
 
-    asked.clear()
+    def __init__(self, base: dict, cand: dict, holdout=({}, {})):
+        self.scores = {"baseline_train": base, "candidate_train": cand}
+        self.scores.update(baseline_holdout=holdout[0], candidate_holdout=holdout[1])
+        self.used: dict[tuple[str, str], int] = {}
+        self.asked: list[tuple] = []
 
-    def lifting(stage, repeats, holdout):
-        asked.append((stage, repeats, holdout))
-        return Round(
-            {f"t{i}": [0.3] * repeats for i in range(6)},
-            {f"t{i}": [0.6 + 0.01 * i] * repeats for i in range(6)},
-            {"h": [0.5] * repeats} if holdout else {},
-            {"h": [0.5] * repeats} if holdout else {},
-        )
+    def next(self, side: str, task: str, n: int) -> list[float]:
+        start = self.used.get((side, task), 0)
+        self.used[side, task] = start + n
+        return self.scores[side][task][start : start + n]
 
-    stages = evaluate(lifting, {}, CFG, 0.05)
-    assert [s.stage for s in stages] == ["screen", "full", "confirm"] and stages[-1].go_on
-    expected = [("screen", 1, False), ("full", 4, True), ("confirm", CFG.confirm_repeats, True)]
-    assert asked == expected
+    def __call__(self, stage, repeats, holdout, *, tasks=None, baseline=None):
+        self.asked.append((stage, repeats, holdout, tasks, baseline))
+        out = Round()
+        for split in ("train", "holdout") if holdout else ("train",):
+            names = self.scores[f"candidate_{split}"]
+            if split == "train" and tasks is not None:
+                names = [t for t in names if t in tasks]
+            for t in names:
+                n = repeats if baseline is None else baseline
+                getattr(out, f"baseline_{split}")[t] = self.next(f"baseline_{split}", t, n)
+                getattr(out, f"candidate_{split}")[t] = self.next(f"candidate_{split}", t, repeats)
+        return out
+
+
+def test_evaluate_asks_the_rounds_the_rule_needs_and_accepts_two_of_sixteen():
+    base, cand = two_of_sixteen()
+    rule = DecisionConfig(threshold=0.02, early_share=0.0)
+    held = {"h": [0.5, 0.5]}, {"h": [0.5, 0.5]}
+    measure = Scripted(base, cand, held)
+    stages = evaluate(measure, {}, rule, 0.01)
+    assert [s.stage for s in stages] == ["screen", "full", "confirm"] and accepted(stages)
+    assert measure.asked == [
+        ("screen", 1, False, None, 12),
+        ("full", 2, False, None, 0),
+        ("confirm", 6, False, None, 0),
+        ("holdout", 3, True, (), None),  # only for a would-be accept
+    ]
+    assert stages[-1].train.builds == 16 * (12 + 9) and stages[-1].holdout.lift == 0.0
+
+
+def test_evaluate_stops_at_the_first_drop_and_builds_no_holdout_for_a_reject():
+    base = {f"t{i}": [0.5] * 12 for i in range(6)}
+    measure = Scripted(base, {t: [0.5] * 9 for t in base})
+    stages = evaluate(measure, {}, CFG, 0.01)  # A/A on equal scores: p = 1, never credible
+    assert [s.stage for s in stages] == ["screen"] and not accepted(stages)
+    assert measure.asked == [("screen", 1, False, None, 12)]
+    lifting = Scripted(
+        {t: [0.0, 1.0] * 6 for t in base}, {t: [1.0, 0.0] * 4 + [1.0] for t in base}
+    )  # a lift of 1/9 on every task, never credible with 6 tasks at alpha 1e-6
+    stages = evaluate(lifting, {}, CFG, 1e-6)
+    assert stages[-1].stage == "confirm" and not accepted(stages)
+    assert "not credible" in stages[-1].reason
+    assert [a[0] for a in lifting.asked] == ["screen", "full", "confirm"]  # no holdout
+
+
+def test_a_settled_full_stage_builds_only_the_holdout_at_its_share_of_alpha():
+    base = {f"t{i}": [0.0, 0.1] * 6 for i in range(8)}
+    measure = Scripted(base, {t: [0.9] * 9 for t in base}, ({"h": [0.5] * 2}, {"h": [0.6] * 2}))
+    stages = evaluate(measure, {}, CFG, 0.01)
+    assert accepted(stages) and [a[0] for a in measure.asked] == ["screen", "full", "holdout"]
+    assert stages[1].alpha == stages[2].alpha == pytest.approx(0.01 * CFG.early_share)
+    assert stages[2].train.builds == 8 * (12 + 3)

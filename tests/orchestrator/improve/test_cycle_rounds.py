@@ -16,15 +16,19 @@ from pathlib import Path
 
 from orchestrator.bench.decision import DecisionConfig
 from orchestrator.bench.results import MatrixResults, TaskRun, TaskStats
+from orchestrator.bench.reuse import BaselinePool
 from orchestrator.home import Home
 from orchestrator.improve.cycle import ImproveCycle
 from orchestrator.improve.records import ImproveConfig
+from orchestrator.improve.rounds import Books, Reuse, Rounds
 from orchestrator.improve.trial import RoundSpec
 from orchestrator.llm.backends import register_script
 from orchestrator.llm.client import LLMClient, LLMConfig
 
 QUICK = [sys.executable, "-c", "pass"]
 TRAIN = tuple(f"t{i}" for i in range(10))
+RULE = DecisionConfig(baseline_repeats=2, full_repeats=2, confirm_repeats=1, holdout_repeats=1)
+"""A small rule: builds score alike within a task here, more repeats would only cost time."""
 MARK = "<!-- lifts -->"
 """What an accepted patch adds to phases/build.md: the code's builds score higher with it."""
 
@@ -128,7 +132,7 @@ class ByCode:
 
 def run_cycle(home, repo, runner, script, **cfg) -> tuple:
     client = LLMClient(LLMConfig(model=register_script(f"rounds-{id(script)}", script)))
-    cfg.setdefault("decision", DecisionConfig(full_repeats=2, confirm_repeats=1))
+    cfg.setdefault("decision", RULE)
     cfg.setdefault("survey_repeats", 1)
     cfg.setdefault("max_attempts", 100)
     cfg.setdefault("lifetime_alpha", 0.1)  # as improve and nightly keep it
@@ -139,31 +143,25 @@ def run_cycle(home, repo, runner, script, **cfg) -> tuple:
 
 def test_an_unchanged_tip_reuses_its_baseline_builds_and_an_accept_starts_afresh(home, repo):
     runner = ByCode()
-    propose, _ = improver()  # notes only: nothing lifts
+    propose, _ = improver()  # notes only: nothing lifts, and the screen drops each
     summary, folder = run_cycle(home, repo, runner, propose, iterations=3)
     first, second, third = summary.iterations
     assert [it.status for it in summary.iterations] == ["rejected"] * 3
-    assert first.weakness == second.weakness and "t0" in first.weakness
-    # survey: 1 repeat of all 11 tasks. Iteration 1's screen takes t1..t9 from the survey
-    # and builds t0 (the weakness's task: its builds picked it, so never reused); the full
-    # round finds the train tasks used and takes h1.
-    assert first.reused == {"screen": 9, "full": 1}
-    assert first.builds == {"screen": 1 + 10, "full": 10 + 11}
-    # iteration 2: the survey's and iteration 1's builds of the same tip serve all but t0
-    assert second.reused == {"screen": 9, "full": 10}
-    assert second.builds == {"screen": 1 + 10, "full": 1 + 11}
-    assert third.reused == second.reused and third.builds == second.builds
+    assert [st.stage for st in first.stages] == ["screen"]
+    # survey: 1 build of each of the 11 tasks. The screen reads 2 baseline builds per train
+    # task: it takes the survey's and builds one more of each
+    assert first.reused == {"screen": 10} and first.builds == {"screen": 10 + 10}
+    # iterations 2 and 3: the survey's and iteration 1's builds of the same tip serve it all
+    assert second.reused == third.reused == {"screen": 20}
+    assert second.builds == third.builds == {"screen": 10}  # the candidate's alone
     baseline = [
         (where, label, tasks, n) for where, label, tasks, n in runner.asked if "baseline" in label
     ]
-    assert baseline[:3] == [
+    assert baseline == [
         (folder.name, "survey-baseline", None, 1),
-        ("iter-1", "screen-baseline", ["t0"], 1),
-        ("iter-1", "full-baseline", list(TRAIN), 1),
+        ("iter-1", "screen-baseline", None, 1),
     ]
-    assert {tuple(tasks) for _, _, tasks, _ in baseline[3:]} == {("t0",)}
-    # the decision read as many baseline scores per task as the candidate's: the records
-    # of the rounds hold the builds made, the books count only those
+    # the records of the rounds hold the builds made, and the books count only those
     assert summary.builds == 11 + sum(sum(it.builds.values()) for it in summary.iterations)
     made = sum(len(json.loads(p.read_text())["runs"]) for p in folder.glob("iter-*/rounds/*.json"))
     assert made == summary.builds - 11
@@ -173,40 +171,52 @@ def test_an_unchanged_tip_reuses_its_baseline_builds_and_an_accept_starts_afresh
     propose, _ = improver(MARK)  # the first patch lifts t1..t9 from 0.5 to 1.0
     summary, folder = run_cycle(home, repo, runner, propose, iterations=3)
     accepted, after, again = summary.iterations
-    assert accepted.status == "accepted" and accepted.reused == {"screen": 9, "full": 1}
+    assert accepted.status == "accepted" and accepted.reused == {"screen": 10, "holdout": 1}
     assert after.status == "rejected" and after.reused == {}  # a new tip: nothing to reuse
-    assert after.builds == {"screen": 20, "full": 22}
+    assert after.builds == {"screen": 2 * 10 + 10}
     assert after.baseline_score == 0.9  # the new tip, measured afresh
-    assert again.reused == {"screen": 9, "full": 10}  # the new tip's own builds, reused
+    assert again.reused == {"screen": 20}  # the new tip's own builds, reused
 
 
-def test_a_round_builds_each_shortfall_in_a_trial_of_its_own(home, repo):
+def test_a_round_builds_each_shortfall_in_a_trial_of_its_own(home, repo, tmp_path):
+    """Tasks the pool holds more of than others: one trial per shortfall, each with its
+    tasks; what they built goes into the pool, used by this iteration already."""
     runner = ByCode()
-    propose, _ = improver()
-    rule = DecisionConfig(full_repeats=4, confirm_repeats=1)
-    summary, folder = run_cycle(
-        home, repo, runner, propose, iterations=1, survey_repeats=2, decision=rule
+    pool = BaselinePool()
+    pool.add("c", "t0", [0.0])
+    for task in TRAIN[1:5]:
+        pool.add("c", task, [0.5, 0.5])
+    pool.start_iteration("c")
+    splits = {**dict.fromkeys(TRAIN, "train"), "h1": "holdout"}
+    rounds = Rounds(
+        runner, tmp_path / "iter-1", repo, repo, "k:1", Books(), Reuse(pool, "c", splits)
     )
-    (it,) = summary.iterations
-    full = sorted((label, tasks, n) for _, label, tasks, n in runner.asked if "full-" in label)
-    # 3 more of each: t0 all three; t1..t9 one left from the survey; h1 both survey builds
-    assert full == [
-        ("full-baseline", ["t0"], 3),
-        ("full-baseline-2", list(TRAIN[1:]), 2),
-        ("full-baseline-3", ["h1"], 1),
-        ("full-candidate", None, 3),
-    ]  # the candidate's in parallel with them
-    assert it.reused == {"screen": 9, "full": 9 + 2}
-    assert it.builds == {"screen": 1 + 10, "full": 3 + 18 + 1 + 33}
-    for label in ("full-baseline", "full-baseline-2", "full-baseline-3", "full-candidate"):
-        assert (folder / "iter-1" / "rounds" / f"{label}.json").is_file(), label
+    measured = rounds("screen", 1, False, baseline=3)
+    assert (
+        sorted((label, tasks, n) for _, label, tasks, n in runner.asked)
+        == [
+            ("screen-baseline", list(TRAIN[5:]), 3),  # none in the pool
+            ("screen-baseline-2", ["t0"], 2),
+            ("screen-baseline-3", list(TRAIN[1:5]), 1),
+            ("screen-candidate", None, 1),  # the whole train split
+        ]
+    )
+    assert measured.baseline_train == {t: [0.0] * 3 if t == "t0" else [0.5] * 3 for t in TRAIN}
+    assert rounds.reused == {"screen": 1 + 4 * 2}
+    assert rounds.builds == {"screen": 5 * 3 + 2 + 4 + 10}
+    assert all(pool.available(t) == 0 for t in TRAIN)
+    for label in ("screen-baseline", "screen-baseline-2", "screen-baseline-3"):
+        assert (tmp_path / "iter-1" / "rounds" / f"{label}.json").is_file(), label
+    pool.start_iteration("c")  # the next iteration finds 3 of each
+    assert {pool.available(t) for t in TRAIN} == {3}
 
 
 def test_weaknesses_are_read_from_every_rounds_builds(home, repo):
-    """A tool error only the full round's baseline builds repeat is iteration 2's weakness
-    (the merged rounds once kept the first round's folder alone, and never saw it)."""
+    """A tool error only the screen's baseline builds repeat, not the survey's, is
+    iteration 2's weakness (merged rounds kept the first round's folder alone, the
+    survey's here, and never saw it)."""
     error = "The search text occurs 2 times in app.py; include more lines"
-    runner = ByCode(events={"full-baseline": ("t0", error)}, low=1.0)
+    runner = ByCode(events={"screen-baseline": ("t0", error)}, low=1.0)
     propose, asked = improver()
     summary, folder = run_cycle(home, repo, runner, propose, iterations=2, max_attempts=1)
     first, second = summary.iterations

@@ -13,7 +13,6 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.llm.backends import register_script
 from tests.orchestrator.conftest import git
-from tests.support import ONE_NIGHT
 
 pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
@@ -27,7 +26,7 @@ POLICY = "from tests.fakes.improve_policies import sentence_builder as builder  
 
 def improve(repo: Path, matrix: Path, model: str, *extra: str) -> list[str]:
     args = ["improve", "--repo", str(repo), "--matrix", str(matrix), "--model", model]
-    return [*args, "--improver-model", NO_PROPOSAL, "--iterations", "1", *ONE_NIGHT, *extra]
+    return [*args, "--improver-model", NO_PROPOSAL, "--iterations", "1", *extra]
 
 
 def test_a_builder_module_from_outside_the_repository_is_carried_into_the_trials(

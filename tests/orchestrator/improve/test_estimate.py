@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.bench.decision import DecisionConfig
+from orchestrator.bench.decision import DecisionConfig, Round, evaluate
 from orchestrator.bench.results import MatrixResults, TaskRun
 from orchestrator.improve.estimate import iteration_bound, iteration_builds
 from tests.orchestrator.improve.test_cycle_rounds import ByCode, improver, run_cycle
@@ -19,12 +19,49 @@ LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"  # five train tasks and one h
 PRICED = "openai/gpt-4o-mini"
 
 
-def test_an_iterations_most_is_every_stage_both_sides_nothing_reused():
-    rule = DecisionConfig()  # screen 1, full 5, confirm 8
+def test_an_iterations_most_is_every_look_both_sides_nothing_reused():
+    rule = DecisionConfig()  # baseline 12; candidate 1, to 3, 6 more; holdout 3 a side
     tasks = {"a": "train", "b": "train", "h": "holdout"}
-    assert iteration_builds(rule, tasks) == {"a": 26, "b": 26, "h": 24}
-    assert iteration_bound(rule, tasks, {"a": 0.5, "b": 1.0}) == 26 * 0.5 + 26 + 24 * 1.0
+    assert iteration_builds(rule, tasks) == {"a": 21, "b": 21, "h": 6}
+    assert iteration_builds(rule, tasks, wall=True) == {"a": 20, "b": 20, "h": 3}
+    assert iteration_bound(rule, tasks, {"a": 0.5, "b": 1.0}) == 21 * 0.5 + 21 + 6 * 1.0
     assert iteration_bound(rule, tasks, {}) is None
+
+
+class Longest:
+    """A Measure that counts the builds asked for and leads ``evaluate`` down its longest
+    path: the screen and the full stage pass unsettled, the confirmation would accept, so
+    the holdout is built. Baseline builds score 0 and 1 by turns; the candidate's screen
+    1.0, its full round 1.0 and 0.0 by turns, its confirmation 1.0."""
+
+    def __init__(self, tasks: dict[str, str]):
+        self.tasks, self.builds, self.stages = tasks, 0, []
+
+    def __call__(self, stage, repeats, holdout, *, tasks=None, baseline=None):
+        self.stages.append(stage)
+        each = repeats if baseline is None else baseline
+        out = Round()
+        for task, split in self.tasks.items():
+            if split == "train" and (tasks is None or task in tasks):
+                cand = [float(stage != "full" or r % 2 == 0) for r in range(repeats)]
+                out.candidate_train[task] = cand
+                out.baseline_train[task] = [float(r % 2) for r in range(each)]
+            elif split == "holdout" and holdout:
+                out.candidate_holdout[task] = [0.5] * repeats
+                out.baseline_holdout[task] = [0.5] * each
+            else:
+                continue
+            self.builds += repeats + each
+        return out
+
+
+def test_the_most_is_what_the_rules_longest_path_builds():
+    rule = DecisionConfig()
+    tasks = {**{f"t{i}": "train" for i in range(8)}, "h1": "holdout", "h2": "holdout"}
+    measure = Longest(tasks)
+    stages = evaluate(measure, {}, rule, alpha=0.01)
+    assert measure.stages == ["screen", "full", "confirm", "holdout"], [s.reason for s in stages]
+    assert measure.builds == sum(iteration_builds(rule, tasks).values())
 
 
 def test_the_estimate_before_any_build_and_after_earlier_ones(home, capsys):
@@ -32,8 +69,9 @@ def test_the_estimate_before_any_build_and_after_earlier_ones(home, capsys):
     code, out, err = run(capsys, *args)
     assert code == 0 and err == "", err
     assert "5 train and 1 holdout task(s); the survey builds 12;" in out
-    assert "an iteration at most 154 (screen 10, full 48, confirm 96;" in out
-    assert "by the screen 10, by the full stage 58)" in out
+    assert "an iteration at most 111 (screen 65, full 10, confirm 30, holdout 6)" in out
+    assert "at most 48 once the baseline's earlier builds serve its side" in out
+    assert "dropped by the screen then 5, by the full stage 15" in out
     assert "cost unknown until the survey" in out and "time unknown until the survey" in out
     assert not Path(home).exists() or not list(Path(home).iterdir())  # nothing was made
 
@@ -50,13 +88,16 @@ def test_the_estimate_before_any_build_and_after_earlier_ones(home, capsys):
     code, out, _ = run(capsys, *args, "--max-cost", "1")
     assert code == 0
     assert "$0.0100 a build (earlier runs in this home): the survey about $0.12" in out
-    assert "an iteration at most $1.54; with 5 iteration(s) at most $7.82" in out
-    assert "30 s a build: the survey about 3 min, an iteration at most 19 min at --jobs 2" in out
+    assert "an iteration at most $1.11; with 5 iteration(s) at most $5.67" in out
+    # both sides build at once: the screen's 12 baseline builds a task are the longer side
+    assert "30 s a build: the survey about 3 min, an iteration at most 26 min at --jobs 2" in out
     assert "room for the survey and 0 iteration(s)" in out
     code, out, _ = run(capsys, *args, "--max-cost", "4", "--json")
     figures = json.loads(out)
-    assert figures["iteration_cost_most"] == pytest.approx(1.54)
-    assert figures["iterations_the_cap_allows"] == 2 and figures["reusable_builds"] == 64
+    assert figures["iteration_cost_most"] == pytest.approx(1.11)
+    assert figures["iteration_seconds_most"] == pytest.approx((20 * 5 + 3) * 30 / 2)
+    assert figures["iterations_the_cap_allows"] == 3
+    assert figures["iteration_builds_most_reused"] == 48
 
 
 def test_estimate_and_status_together_is_one_error_line(home, capsys):
@@ -64,19 +105,42 @@ def test_estimate_and_status_together_is_one_error_line(home, capsys):
     assert code == 1 and "give one" in one_error_line(err)
 
 
-@pytest.mark.parametrize("cap, iterations", [(1.0, 1), (1.1, 2)])
+@pytest.mark.parametrize("cap, iterations", [(0.7, 1), (0.9, 2)])
 def test_no_iteration_starts_that_the_spend_cap_cannot_finish(home, repo, cap, iterations):
-    """Builds at $0.01: the survey's 11 cost $0.11, an iteration at most 64 builds, $0.64
-    (every stage, both sides, nothing reused); a no-op patch is dropped by the full stage
-    after 32 builds ($0.32), its next try after 23 (the tip's builds reused)."""
+    """Builds at $0.01 (the small rule: 2 baseline builds a train task, the candidate's 1,
+    to 2, 1 more, the holdout's 1 a side): the survey's 11 cost $0.11, an iteration at most
+    52 builds, $0.52; a patch that does nothing is dropped by the screen after 20 builds
+    ($0.20), its next tries after the candidate's 10 (the tip's builds reused)."""
     propose, asked = improver()
     runner = ByCode(cost=0.01)
     summary, _ = run_cycle(home, repo, runner, propose, iterations=5, max_cost_usd=cap)
     assert len(summary.iterations) == iterations and len(asked) == iterations
     assert summary.stopped_because.startswith(
-        "the spend cap cannot finish another iteration: one could spend 0.64 USD "
-        "(64 builds at their measured cost, and the improver)"
+        "the spend cap cannot finish another iteration: one could spend 0.52 USD "
+        "(52 builds at their measured cost, and the improver)"
     )
     left = cap - summary.cost_usd
     assert f"{left:.4g} USD are left of --max-cost {cap:g}" in summary.stopped_because
-    assert summary.cost_usd == pytest.approx(0.11 + 0.32 + 0.23 * (iterations - 1))
+    assert summary.cost_usd == pytest.approx(0.11 + 0.20 + 0.10 * (iterations - 1))
+
+
+def test_earlier_builds_that_recorded_tokens_alone_are_priced_at_the_known_price(home, capsys):
+    from orchestrator.llm.prices import highest_prices
+
+    earlier = Path(home) / "runs" / "matrix-20270101-000000-abcdef" / "results.json"
+    earlier.parent.mkdir(parents=True)
+    runs = [TaskRun(task_id="wf-a1", repeat=0, status="passed", tokens=2000, seconds=10.0)]
+    for model in (PRICED, "openai/no-such-model-here"):
+        record = MatrixResults(
+            id="m", matrix=str(LIFT), model=model, repeats=1, split="all", started=0, runs=runs
+        )
+        earlier.write_text(record.model_dump_json())
+        code, out, _ = run(capsys, "improve", "--estimate", "--matrix", str(LIFT), "--model", model)
+        assert code == 0
+        if model == PRICED:
+            each = 2000 * max(highest_prices([PRICED]))
+            assert f"${each:.4f} a build (earlier runs in this home, its tokens at the" in out
+            assert f"an iteration at most ${111 * each:.2f}" in out
+        else:
+            assert f"cost unknown (no known price for {model}); tokens: the survey about " in out
+            assert "24,000, an iteration at most 222,000 (earlier runs in this home)" in out
