@@ -9,12 +9,13 @@ results tampered with or could not read them. A build that crashes or fails befo
 validate scores 0. The matrix score is the weighted mean of the
 tasks' mean scores; cost, tokens and time are reported beside it, never in it.
 
-Builds run ``jobs`` at a time in threads (a build mostly waits on the model and on
-commands); the next build starts when one ends, so a run holds nothing for the builds to
-come and stops within seconds, and builds that never ran (a cap, a stop) are counted, not
-scored. Their learning is queued (:class:`DeferredLearning`) and applied by this
-coordinating thread alone, after each build, so the memory and budget files have one
-writer whatever ``jobs`` is; with ``learn=False`` it is dropped (improve-cycle trials).
+Builds run ``jobs`` at a time wherever the engine puts them (:mod:`orchestrator.bench.engines`:
+this process for one job, a worker process per build for more, or a Ray cluster); the next
+build starts when one ends, so a run holds nothing for the builds to come and stops within
+seconds, and builds that never ran (a cap, a stop) are counted, not scored. A build's
+learning comes back with its result and is applied by this coordinating thread alone,
+after each build, so the memory and budget files have one writer whatever the engine;
+with ``learn=False`` it is dropped (improve-cycle trials).
 ``runs/matrix-<id>/results.json`` is rewritten after every build, so an interrupted
 matrix still leaves its results so far, and can be resumed: its finished builds are
 kept, the rest are run.
@@ -26,15 +27,17 @@ import queue
 import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
 from orchestrator.bench import MAX_JOBS, MAX_REPEATS
+from orchestrator.bench.engines import STOP_GRACE_S, EngineConfig, engine_for
+from orchestrator.bench.engines.records import write_records
+from orchestrator.bench.engines.worker import BuildJob, Outcome
 from orchestrator.bench.results import NOT_BUILT, MatrixResults, TaskRun, summarise
-from orchestrator.bench.scoring import score_build
 from orchestrator.bench.tasks import DEFAULT_MATRIX, MatrixTask, load_matrix
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
@@ -43,102 +46,9 @@ from orchestrator.loop.agent import BuildConfig, Builder
 from orchestrator.loop.learning import DeferredLearning, HomeLearning
 from orchestrator.loop.runs import BUILD_ID, MatrixOrigin, check_run_id, new_run_id, read_record
 from orchestrator.sandbox.files import replace_file
-from orchestrator.sandbox.installs import remove_envs
-
-
-def run_one(
-    home: Home,
-    task: MatrixTask,
-    repeat: int,
-    build: BuildConfig,
-    learning: DeferredLearning,
-    score: bool = True,
-    stop: threading.Event | None = None,
-    keep_envs: bool = False,
-    hooks: Hooks | None = None,
-    origin: MatrixOrigin | None = None,
-    on_builder: Callable[[Builder, MatrixTask, int], None] | None = None,
-) -> TaskRun:
-    """One build of one task, scored (unless ``score`` is False: an improve trial's builds
-    are scored by the cycle, with checks the trial never sees). Unless ``keep_envs``, the
-    environments the build and its scoring installed are removed once it is scored (the
-    scoring never uses the workspace's: it makes its own). ``on_builder`` is told of the
-    build before it starts (``--verbose`` traces its tool calls)."""
-    config = build.model_copy(update={"max_seconds": task.timeout_s})
-    out = TaskRun(task_id=task.id, repeat=repeat)
-    if stop is not None and stop.is_set():  # stopped or capped before this build began
-        out.status, out.failure = "skipped", "not started: the matrix run was stopped"
-        return out
-    started = time.time()
-    try:
-        if task.kind == "enhance":  # a change to the task's starting project, copied
-            builder = Builder.enhance(
-                home,
-                config,
-                task.prompt,
-                task.repo,
-                learning=learning,
-                stop=stop,
-                hooks=hooks,
-                matrix=origin,
-            )
-        else:
-            builder = Builder.start(
-                home,
-                config,
-                task.prompt,
-                learning=learning,
-                stop=stop,
-                hooks=hooks,
-                matrix=origin,
-            )
-        out.run_id = builder.run.id
-        if on_builder is not None:
-            on_builder(builder, task, repeat)
-        summary = builder.build()
-    except KeyboardInterrupt:  # in a worker thread: only the stop event raises it
-        out.status, out.failure = "interrupted", "the matrix run was stopped during this build"
-        out.seconds = round(time.time() - started, 3)
-        return out
-    except Exception as exc:  # a crashed build scores 0; the matrix goes on
-        out.status, out.failure = "crashed", f"{type(exc).__name__}: {exc}"[:500]
-        out.seconds = round(time.time() - started, 3)
-        return out
-    out.status = summary.status
-    out.cost_usd = summary.cost_usd
-    out.tokens = summary.tokens_in + summary.tokens_out
-    out.reached_validate = any(p.phase == "validate" for p in summary.phases)
-    if out.reached_validate and score:
-        try:
-            scored = score_build(
-                task,
-                builder.run.workspace,
-                builder.run.dir / "scoring",
-                config.executor,
-                home.cache_dir,
-            )
-        except Exception as exc:  # whatever the workspace holds, it fails this task alone
-            out.verdict, out.failure = "broken", f"the build could not be scored: {exc}"[:500]
-        else:
-            out.checks_passed, out.checks_total = scored.passed, scored.total
-            out.score, out.verdict, out.failure = scored.score, scored.verdict, scored.failures
-    elif not out.reached_validate:
-        out.failure = summary.reason
-    if not keep_envs:
-        remove_envs(builder.run.workspace)
-        remove_envs(builder.run.dir / "scoring" / "project")
-    failed = next((p for p in summary.phases if p.outcome != "passed"), None)
-    if failed is not None:
-        out.failed_phase, out.phase_outcome = failed.phase, failed.outcome
-    out.seconds = round(time.time() - started, 3)
-    return out
-
 
 PROGRESS_EVERY_S = 30.0
 """How often a matrix run says which builds run while none ends."""
-STOP_GRACE_S = 15.0
-"""How long a stopped matrix run waits for its running builds to record that they were
-stopped (a build waiting on a model call ends only when the call does: it is left)."""
 
 
 @dataclass
@@ -172,6 +82,9 @@ def run_matrix(
     progress_every_s: float = PROGRESS_EVERY_S,
     resume: str | None = None,
     on_builder: Callable[[Builder, MatrixTask, int], None] | None = None,
+    engine: EngineConfig | None = None,
+    task_ids: Sequence[str] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> MatrixResults:
     """Run the matrix (see the module docstring); results are also written to disk.
 
@@ -195,20 +108,29 @@ def run_matrix(
 
     ``hooks`` are the plugins every build tells, and that are told of the results when the
     run ends (``matrix_end``; not when it is interrupted); None: the installed ones.
+
+    ``engine`` says where the builds run (:mod:`orchestrator.bench.engines`; None: this
+    machine, ``jobs`` at once). ``task_ids`` builds only those tasks of the matrix (a
+    resumed run keeps its own). ``on_warning`` hears what the engine refused (a Ray node
+    running other code), a line each.
     """
     if resume is not None:
         results = load_results(home, resume)
         matrix, repeats, split = Path(results.matrix), results.repeats, results.split
         seed, learn, score = results.seed, results.learn, not results.build_only
+        task_ids = results.task_ids
         if build.llm.model != results.model:
             raise CadillacError(
                 f"matrix run {results.id} was built with the model {results.model}: resume "
                 f"it with --model {results.model} (not {build.llm.model})"
             )
-    check_bounds(repeats, jobs)
+    check_bounds(repeats, jobs if engine is None else engine.jobs)
+    engine = engine or EngineConfig(jobs=jobs)
     tasks = [
         t for t in load_matrix(matrix, require_checks=score) if split == "all" or t.split == split
     ]
+    if task_ids:
+        tasks = _chosen(tasks, task_ids, matrix, split)
     if not tasks:
         raise CadillacError(f"matrix {matrix} has no {split} tasks")
     if resume is None:
@@ -222,6 +144,7 @@ def run_matrix(
             seed=seed,
             learn=learn,
             build_only=not score,
+            task_ids=list(task_ids) if task_ids else None,
         )
     folder = home.runs_dir / f"matrix-{results.id}"
     folder.mkdir(parents=True, exist_ok=resume is not None)
@@ -238,9 +161,10 @@ def run_matrix(
             _reopen(results, tasks)
             _write(folder, results)  # running again: runs list says so
         return _coordinate(
-            home, build, tasks, results, folder, jobs, learn, on_result, score,
+            home, build, tasks, results, folder, engine, learn, on_result, score,
             _Spend(max_cost_usd, max_tokens), seed, keep_envs,
             Hooks.load() if hooks is None else hooks, on_progress, progress_every_s, on_builder,
+            on_warning,
         )  # fmt: skip
     finally:
         lock.release()
@@ -252,7 +176,7 @@ def _coordinate(
     tasks: list[MatrixTask],
     results: MatrixResults,
     folder: Path,
-    jobs: int,
+    engine_config: EngineConfig,
     learn: bool,
     on_result: Callable[[TaskRun], None] | None,
     score: bool,
@@ -263,49 +187,51 @@ def _coordinate(
     on_progress: Callable[[Progress], None] | None,
     progress_every_s: float,
     on_builder: Callable[[Builder, MatrixTask, int], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> MatrixResults:
     """Start builds as others end, ``jobs`` at a time, and record each as it ends."""
-    deferred, discarded = DeferredLearning(), DeferredLearning()
     target = HomeLearning(home) if learn else None
-    stop = threading.Event()
     kept = {(r.task_id, r.repeat) for r in results.runs}
     todo = ((task, r) for r in range(results.repeats) for task in tasks if (task.id, r) not in kept)
     total = len(tasks) * results.repeats
     running: dict[tuple[str, int], float] = {}
-    ended: queue.Queue[TaskRun] = queue.Queue()
+    ended: queue.Queue[Outcome] = queue.Queue()
+    engine = engine_for(engine_config, ended, on_builder, hooks, home.root)
+    for line in getattr(engine, "refused", ()):
+        (on_warning or (lambda _: None))(line)
+    plugins = hooks.loaded_from
 
-    def one(task: MatrixTask, r: int) -> None:
-        try:
-            seeded = (
-                build
-                if seed is None
-                else build.model_copy(update={"seed": build_seed(seed, task, r)})
-            )
-            learning = deferred if task.split == "train" else discarded
-            origin = MatrixOrigin(
-                run=folder.name,
-                matrix=results.matrix,
-                split=task.split,
-                learn=learn and task.split == "train",
-            )
-            run = run_one(
-                home, task, r, seeded, learning, score, stop, keep_envs, hooks, origin, on_builder
-            )
-        except BaseException as exc:  # noqa: BLE001 - a worker's end is always reported
-            run = TaskRun(task_id=task.id, repeat=r, status="crashed", failure=repr(exc)[:500])
-        spend.add(run)
-        ended.put(run)
+    def job(task: MatrixTask, r: int) -> BuildJob:
+        seeded = (
+            build if seed is None else build.model_copy(update={"seed": build_seed(seed, task, r)})
+        )
+        learns = learn and task.split == "train"
+        return BuildJob(
+            home=home.root,
+            task=task,
+            repeat=r,
+            build=seeded,
+            score=score,
+            keep_envs=keep_envs,
+            origin=MatrixOrigin(
+                run=folder.name, matrix=results.matrix, split=task.split, learn=learns
+            ),
+            keep_learning=learns,
+            plugins=None if plugins is None else list(plugins[0]),
+            entry_points=plugins is not None and plugins[1],
+        )
 
     def start() -> bool:
         """Start builds up to ``jobs``; whether any was started."""
         started = False
-        while len(running) < jobs and not spend.reason and not stop.is_set():
+        while len(running) < engine_config.jobs and not spend.reason:
             nxt = next(todo, None)
             if nxt is None:
                 break
             task, r = nxt
             running[(task.id, r)] = time.monotonic()
-            threading.Thread(target=one, args=(task, r), daemon=True).start()
+            engine.submit(job(task, r))
+            running[(task.id, r)] = time.monotonic()  # its time counts once it is handed over
             started = True
         return started
 
@@ -315,16 +241,21 @@ def _coordinate(
             rows = [(t, r, now - since) for (t, r), since in running.items()]
             on_progress(Progress(results.id, rows, len(results.runs), total))
 
-    def record(run: TaskRun, learn_now: bool = True) -> bool:
+    def record(outcome: Outcome, learn_now: bool = True) -> bool:
         """Record a build that ended; False for one that never began (a stop came first:
         it is counted as not started, not a result)."""
+        run = outcome.run
+        if (run.task_id, run.repeat) not in running:
+            return False  # reported twice (a killed worker's second word): the first stands
         running.pop((run.task_id, run.repeat), None)
+        if outcome.files:
+            write_records(home.runs_dir, run.run_id, outcome.files)
         built = run.status not in NOT_BUILT
         if built:
             results.runs.append(run)
-        discarded.ops.clear()
-        if target is not None and learn_now:  # the coordinator is the only writer
-            for op, n in deferred.apply(target).items():
+        if target is not None and learn_now and outcome.ops:  # the coordinator alone writes
+            learning = DeferredLearning(ops=list(outcome.ops))
+            for op, n in learning.apply(target).items():
                 results.learning_applied[op] = results.learning_applied.get(op, 0) + n
         summarise(results, tasks)
         if spend.reason and not results.stopped_because:
@@ -338,37 +269,67 @@ def _coordinate(
             progress()
         while running:
             try:
-                run = ended.get(timeout=progress_every_s)
+                outcome = ended.get(timeout=progress_every_s)
             except queue.Empty:
                 progress()
                 continue
-            if record(run) and on_result is not None:
-                on_result(run)
+            spend.add(outcome.run)
+            if record(outcome) and on_result is not None:
+                on_result(outcome.run)
             start()
     except KeyboardInterrupt:
-        stop.set()  # running builds kill their commands and end, saying "interrupted"
-        deadline = time.monotonic() + STOP_GRACE_S
-        while running and time.monotonic() < deadline:
-            try:
-                run = ended.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            record(run, learn_now=False)
-        for task_id, r in list(running):  # in a model call that ends only when it does: left
+        engine.stop()  # running builds kill their commands and end, saying "interrupted"
+        _drain(ended, running, record, STOP_GRACE_S)
+        if running:
+            engine.kill()  # a worker still in a model call: ended now
+            _drain(ended, running, record, KILL_GRACE_S)
+        for task_id, r in list(running):  # a thread in a model call that ends only when it does
             left = "still running when the matrix run was stopped (left to end with it)"
-            record(TaskRun(task_id=task_id, repeat=r, status="interrupted", failure=left), False)
+            run = TaskRun(task_id=task_id, repeat=r, status="interrupted", failure=left)
+            record(Outcome(run=run), False)
         results.stopped_because = "interrupted"
         results.ended = time.time()
         _write(folder, results)
         raise
-    if target is None:
-        deferred.ops.clear()
+    finally:
+        engine.close()
     results.ended = time.time()
     _write(folder, results)
     ended_record = results.model_dump(mode="json")
     ended_record["folder"] = str(folder)
     hooks.report(hooks.call("matrix_end", results=ended_record), None)
     return results
+
+
+KILL_GRACE_S = 5.0
+"""How long a stopped run waits for the workers it killed to be reported."""
+
+
+def _drain(ended: queue.Queue, running: dict, record, seconds: float) -> None:
+    """Record the builds that end within ``seconds`` (without their learning: stopped)."""
+    deadline = time.monotonic() + seconds
+    while running and time.monotonic() < deadline:
+        try:
+            outcome = ended.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        record(outcome, learn_now=False)
+
+
+def _chosen(
+    tasks: list[MatrixTask], ids: Sequence[str], matrix: Path, split: str
+) -> list[MatrixTask]:
+    """The tasks ``ids`` names, in the matrix's order; CadillacError for an id it has not."""
+    known = {t.id for t in tasks}
+    unknown = [i for i in dict.fromkeys(ids) if i not in known]
+    if unknown:
+        where = "" if split == "all" else f" {split}"
+        raise CadillacError(
+            f"matrix {matrix} has no{where} task {', '.join(map(repr, unknown))} "
+            f"(its tasks: {', '.join(sorted(known)) or 'none'})"
+        )
+    wanted = set(ids)
+    return [t for t in tasks if t.id in wanted]
 
 
 def check_bounds(repeats: int, jobs: int) -> None:

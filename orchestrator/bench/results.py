@@ -41,6 +41,13 @@ class TaskRun(BaseModel):
     cost_usd: float | None = None
     tokens: int = 0
     seconds: float = 0.0
+    node: str = ""
+    """The machine (a Ray node: its address and id) that built it."""
+
+
+UNSCORED = ("skipped", "lost")
+"""Statuses whose score is no measurement: a build that never began, and one whose worker
+died twice (``lost``: recorded, never counted as a score)."""
 
 
 class TaskStats(BaseModel):
@@ -101,6 +108,8 @@ class MatrixResults(BaseModel):
     seed: int | None = None
     learn: bool = True
     build_only: bool = False
+    task_ids: list[str] | None = None
+    """The tasks the run was asked for (``--task``); None: all of its split."""
     """How the run was started (``--seed``, ``--no-learn``, ``--build-only``): a resumed
     run goes on the same way."""
     claimed_cost_usd: float | None = None
@@ -115,7 +124,7 @@ class MatrixResults(BaseModel):
         keep = {t.task_id for t in self.tasks if split is None or t.split == split}
         out: dict[str, list[float]] = {}
         for run in sorted(self.runs, key=lambda r: (r.task_id, r.repeat)):
-            if run.task_id in keep:
+            if run.task_id in keep and run.status not in UNSCORED:
                 out.setdefault(run.task_id, []).append(run.score)
         return out
 
@@ -142,7 +151,7 @@ def summarise(results: MatrixResults, tasks: Sequence[TaskShape]) -> None:
     """Fill the per-task stats and the weighted scores from the runs so far."""
     stats = []
     for task in tasks:
-        runs = [r for r in results.runs if r.task_id == task.id and r.status != "skipped"]
+        runs = [r for r in results.runs if r.task_id == task.id and r.status not in UNSCORED]
         if not runs:
             continue
         scores = [r.score for r in sorted(runs, key=lambda r: r.repeat)]

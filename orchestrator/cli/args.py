@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import functools
 import math
+import os
 import shlex
 import sys
 
@@ -324,9 +325,46 @@ def matrix_options() -> Parser:
         type=number(int, lambda n: 1 <= n <= MAX_JOBS, f"is not between 1 and {MAX_JOBS}"),
         default=1,
         metavar="N",
-        help=f"builds at once (1 to {MAX_JOBS}; default 1)",
+        help=f"builds at once (1 to {MAX_JOBS}, and what the machine holds; default 1)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="where builds run: worker processes here (local, the default) or a Ray cluster",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="the Ray cluster (HOST:PORT, or auto for the running one; default: "
+        "$CADILLAC_RAY_ADDRESS, else a Ray started for the run)",
     )
     return p
+
+
+def engine_config(args: argparse.Namespace, executor=None, llm=None):
+    """The engine a command line names (``--engine``, ``--ray-address``, ``--jobs``), with
+    the local bound checked; UsageError for an address without the ray engine. For Ray,
+    the values of the variables ``llm``'s models read go with the builds."""
+    from orchestrator.bench.engines import EngineConfig, check_jobs
+    from orchestrator.llm.keys import provider_env
+
+    kind = getattr(args, "engine", "local") or "local"
+    address = getattr(args, "ray_address", None)
+    if address is not None and kind != "ray":
+        raise UsageError("--ray-address is for --engine ray")
+    if address is not None and not address.strip():
+        raise UsageError("--ray-address is empty")
+    keys = {}
+    if kind == "ray" and llm is not None:
+        names = {n for e in llm.endpoints() for n in provider_env(e.model, e.api_base)}
+        keys = {n: os.environ[n] for n in sorted(names) if n in os.environ}
+    config = EngineConfig(
+        kind=kind, jobs=getattr(args, "jobs", 1) or 1, ray_address=address, keys=keys
+    )
+    if executor is not None:
+        check_jobs(config, executor.cgroup_room())
+    return config
 
 
 @functools.cache

@@ -10,6 +10,7 @@ from orchestrator.cli import output
 from orchestrator.cli.args import (
     command,
     cycle_options,
+    engine_config,
     load_hooks,
     matrix_options,
     model_options,
@@ -181,7 +182,9 @@ def cycle_request(args: argparse.Namespace, max_seconds: float | None = None):
     from orchestrator.improve.setup import CycleRequest
     from orchestrator.llm.client import LLMConfig
 
-    builder = build_config(args, per_build_cost=False).llm
+    config = build_config(args, per_build_cost=False)
+    builder = config.llm
+    engine = engine_config(args, config.executor, builder)
     improver = LLMConfig(
         model=args.improver_model or builder.model,
         api_base=args.improver_api_base or (None if args.improver_model else builder.api_base),
@@ -192,6 +195,7 @@ def cycle_request(args: argparse.Namespace, max_seconds: float | None = None):
         "improver": improver,
         "repeats": args.repeats,
         "jobs": args.jobs,
+        "engine": engine,
         "iterations": args.iterations,
         "threshold": getattr(args, "threshold", None),
         "apply": args.apply,

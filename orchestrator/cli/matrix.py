@@ -18,6 +18,7 @@ from orchestrator.cli.args import (
     UsageError,
     actions,
     command,
+    engine_config,
     load_hooks,
     matrix_options,
     model_options,
@@ -54,6 +55,13 @@ def add_parsers(commands) -> None:
     )
     p.add_argument("--split", choices=("train", "holdout", "all"), help="default: all")
     p.add_argument(
+        "--task",
+        action="append",
+        metavar="ID",
+        dest="task",
+        help="build only this task of the matrix (repeat the option for more)",
+    )
+    p.add_argument(
         "--no-learn", action="store_true", help="leave memory and budget history as they are"
     )
     p.add_argument("--json", action="store_true", help="print only the results, as JSON")
@@ -80,7 +88,7 @@ def add_parsers(commands) -> None:
     )
 
 
-STARTED_AS = ("matrix", "repeats", "split", "seed", "no_learn", "build_only")
+STARTED_AS = ("matrix", "repeats", "split", "seed", "no_learn", "build_only", "task")
 """The options a resumed run takes from the run it goes on with."""
 
 
@@ -158,6 +166,7 @@ def matrix_run(args: argparse.Namespace) -> int:
         check_model(endpoint.model)
     check_sandbox(config.executor)
     load_matrix(matrix, require_checks=not args.build_only)
+    engine = engine_config(args, config.executor, config.llm)
     hooks = load_hooks(args)
     home.check(write=True)
     warn_unused_api_base(args, config)
@@ -204,9 +213,10 @@ def matrix_run(args: argparse.Namespace) -> int:
             hooks=hooks,
             on_progress=running,
             resume=args.resume,
-            on_builder=lambda builder, task, r: output.show_tool_calls(
-                builder, f"{task.id} #{r + 1}"
-            ),
+            on_builder=output.BuildTracer(output.verbosity()),
+            engine=engine,
+            task_ids=args.task,
+            on_warning=output.warn,
         )
     except KeyboardInterrupt:
         if seen:  # the run has a folder: it can go on later

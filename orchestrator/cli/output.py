@@ -17,6 +17,7 @@ import functools
 import json
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
 PIPED_WIDTH = 140
@@ -105,6 +106,24 @@ def show_tool_calls(builder, label: str = "") -> None:
         return dispatch(name, arguments)
 
     builder.toolbox.dispatch = traced
+
+
+def verbosity() -> str:
+    return _verbosity
+
+
+@dataclass(frozen=True)
+class BuildTracer:
+    """``on_builder`` of a matrix run: :func:`show_tool_calls` for each build, labelled with
+    its task and repeat. Plain data, so a worker process can be handed it: it prints
+    from there, at the verbosity of the command that started the run."""
+
+    level: str
+
+    def __call__(self, builder, task, repeat: int) -> None:
+        if _verbosity != self.level:
+            set_verbosity(self.level)
+        show_tool_calls(builder, f"{task.id} #{repeat + 1}")
 
 
 def table(title: str | None, columns: Iterable[str], right: Iterable[str] = (), **options):

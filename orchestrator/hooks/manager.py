@@ -119,6 +119,9 @@ class Hooks:
         """The plugins loaded, by name (an entry point's name, or the ``--plugin`` text)."""
         self.load_errors: list[HookError] = []
         """Entry points that could not be loaded, and were skipped."""
+        self.loaded_from: tuple[tuple[str, ...], bool] | None = ((), False)
+        """How to load the same plugins in another process: (the ``--plugin`` names,
+        whether the installed ones too); None when one was added otherwise."""
 
     @classmethod
     def none(cls) -> Hooks:
@@ -135,6 +138,7 @@ class Hooks:
             hooks._load_entry_points()
         for text in plugins:
             hooks._load_option(text)
+        hooks.loaded_from = (tuple(plugins), entry_points and not disabled())
         return hooks
 
     # ------------------------------------------------------------------ loading

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator import SOURCE_ROOT
 from orchestrator.bench.decision import DecisionConfig, smallest_p
-from orchestrator.bench.tasks import DEFAULT_MATRIX, MatrixTask
+from orchestrator.bench.engines.config import EngineConfig
+from orchestrator.bench.tasks import DEFAULT_MATRIX, MatrixTask, load_matrix
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
@@ -26,6 +27,7 @@ from orchestrator.improve.cycle import ImproveCycle
 from orchestrator.improve.estimate import Estimate, before_the_survey
 from orchestrator.improve.git import git, repo_root
 from orchestrator.improve.lifetime import DEFAULT_BUDGET, lifetime_grant
+from orchestrator.improve.ray_trials import RayTrials
 from orchestrator.improve.records import ImproveConfig
 from orchestrator.improve.trial import SandboxedMatrix
 from orchestrator.llm.client import LLMClient, LLMConfig, check_model
@@ -46,6 +48,8 @@ class CycleRequest(BaseModel):
     repeats: int | None = Field(default=None, ge=2)
     """Repeats per task of the full stage and of the confirmation (default: the rule's)."""
     jobs: int = Field(default=1, ge=1)
+    engine: EngineConfig | None = None
+    """Where the trials run: this machine (None, or local) or a Ray cluster."""
     iterations: int = Field(default=5, ge=1)
     threshold: float | None = Field(default=None, ge=0)
     """The least lift worth keeping (default: the rule's)."""
@@ -88,7 +92,10 @@ def make_cycle(
     repo = repo_root(request.repo)
     models = [endpoint.model for endpoint in request.builder.endpoints()]
     carried = carry_policies(models, repo, git(repo, "rev-parse", "HEAD"))
-    runner = SandboxedMatrix(
+    load_matrix(request.matrix.resolve())  # a bad one fails now, before any Ray is reached
+    engine = request.engine or EngineConfig(jobs=request.jobs)
+    extra = {"engine": engine} if engine.kind == "ray" else {}
+    runner = (RayTrials if engine.kind == "ray" else SandboxedMatrix)(
         home,
         request.matrix.resolve(),
         request.builder,
@@ -96,7 +103,10 @@ def make_cycle(
         executor=executor,
         carried=carried,
         verbose=request.verbose,
-    )  # loads the matrix: a bad one fails now, not after the baseline
+        **extra,
+    )
+    for line in getattr(runner, "refused", ()):
+        (on_event or (lambda _: None))(f"warning: {line}")
     rule = decision_rule(request)
     config = ImproveConfig(
         iterations=request.iterations,
