@@ -67,7 +67,8 @@ def test_an_improve_that_fails_at_its_survey_records_failed_and_its_end(home, re
     (repo / "orchestrator" / "__main__.py").write_text('raise SystemExit("cannot start")\n')
     git(repo, "commit", "-q", "-am", "a commit whose cadillac cannot start")
     assert main(improve(repo, LIFT, BUILDER)) == 1
-    (error,) = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    err = capsys.readouterr().err.splitlines()
+    (error,) = [line for line in err if line.startswith("cadillac: error:")]
     assert error.startswith("cadillac: error: the survey-baseline matrix run left no results")
     assert "cannot start" in error
     (folder,) = (Path(home) / "runs").glob("improve-*")

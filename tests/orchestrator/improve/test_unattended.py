@@ -34,18 +34,19 @@ ADD_SENTENCE = {
 }
 
 
-def improver(name: str) -> LLMClient:
+def improver(name: str, edit: dict = ADD_SENTENCE) -> LLMClient:
     import json
 
-    answer = json.dumps({"reason": "say how digits count", "edits": [ADD_SENTENCE]})
+    answer = json.dumps({"reason": "say how digits count", "edits": [edit]})
     return LLMClient(LLMConfig(model=register_script(name, lambda m, t: answer)))
 
 
-def cycle(home, repo, runner, name: str, **cfg) -> ImproveCycle:
-    cfg.setdefault("decision", DecisionConfig(full_repeats=2, confirm_repeats=1))
+def cycle(home, repo, runner, name: str, edit: dict = ADD_SENTENCE, **cfg) -> ImproveCycle:
+    rule = DecisionConfig(baseline_repeats=2, full_repeats=2, confirm_repeats=1, holdout_repeats=1)
+    cfg.setdefault("decision", rule)
     cfg.setdefault("survey_repeats", 1)
     cfg.setdefault("test_command", QUICK)
-    return ImproveCycle(Home(home), repo, runner, improver(name), ImproveConfig(**cfg))
+    return ImproveCycle(Home(home), repo, runner, improver(name, edit), ImproveConfig(**cfg))
 
 
 def test_a_token_cap_stops_the_cycle_between_builds_and_the_record_says_why(home, repo):
@@ -127,8 +128,15 @@ def test_builds_never_see_the_cycles_own_lessons_but_the_improver_does(home, rep
         )
     )
     runner = SandboxedMatrix(Home(home), SMALL, LLMConfig(model=BUILDER), jobs=2)
-    summary = cycle(home, repo, runner, "lessons", iterations=2, max_attempts=1).run()
-    assert summary.iterations[0].status in ("accepted", "rejected")
+    note = {
+        "file": "phases/build.md",
+        "search": "# Phase: build\n",
+        "replace": "# Phase: build\n<!-- n -->\n",
+    }
+    summary = cycle(home, repo, runner, "lessons", note, iterations=2, max_attempts=1).run()
+    # the note lifts nothing: iteration 1 is rejected (its lesson written), and iteration 2
+    # builds for the other task's weakness
+    assert [it.status for it in summary.iterations] == ["rejected", "rejected"]
     folder = Path(home) / "runs" / f"improve-{summary.id}"
     logs = sorted(folder.glob("**/*-trial/home/runs/*/llm.jsonl"))
     assert any("-candidate-trial" in str(log) for log in logs)
