@@ -7,7 +7,13 @@ and holdout tasks and their weights from the ``task.toml`` files. Baseline build
 reused as the cycle reuses them, through ``reuse.BaselinePool``: the survey
 (``ImproveConfig.survey_repeats`` repeats, train and holdout) fills the pool, each
 iteration's round takes the pool's scores it has not used and builds only the shortfall,
-and an accepted patch moves the tip and empties the pool. It prints:
+and an accepted patch moves the tip and empties the pool. As in the cycle, the pool never
+serves the tasks of the iteration's weakness (its builds picked it): their baseline is
+built afresh, ``DecisionConfig.fresh_ratio`` builds per candidate build at every look.
+The weakness is what the cycle would pick (``improve.weaknesses``: the most weighted score
+lost in the tip's baseline builds, or after an accept the accepted candidate's): the k
+train tasks that lost most there, k drawn from 1, 2, 4, 8 and 16 alike for a patch that
+changes nothing. It prints:
 
 * the share of A/A nights (no patch changes anything) that keep anything; target <= 5%;
 * per true lift (+0.1, +0.2, +0.3 of the weighted train score) and per concentration (the
@@ -22,8 +28,8 @@ checks passes (0.2 to 0.8); a build that reaches validate scores the share of it
 that pass, one that does not scores 0. A task lifted by l has its expected score raised
 by l, through its checks and, once they all pass, its chance to reach validate.
 
-A concentrated lift: k train tasks drawn at random each rise by the same amount, capped so
-no task's expected score passes 1 (what a capped task cannot take is spread over the
+A concentrated lift: the weakness's k train tasks (as above) each rise by the same amount,
+capped so no task's expected score passes 1 (what a capped task cannot take is spread over the
 others, water-filling); when the k tasks together cannot carry the lift, each goes to 1
 and the lift realised is smaller (the table's "realised" column). The holdout does not
 move, so its veto can only cost power. A lifting patch comes at a random iteration of a
@@ -32,6 +38,7 @@ iterations before it left it.
 
     .venv/bin/python benchmarks/improve_power.py [--nights 2000] [--iterations 400]
     .venv/bin/python benchmarks/improve_power.py --quick    # a 2-second smoke run
+    .venv/bin/python benchmarks/improve_power.py --reuse-weakness   # what reusing its builds leaks
 """
 
 from __future__ import annotations
@@ -88,12 +95,11 @@ class Matrix:
         passed = self.rng.binomial(self.checks[task], p, n) / self.checks[task]
         return list(np.where(reached, passed, 0.0))
 
-    def patch(self, delta: float, k: int) -> dict[str, float]:
+    def patch(self, delta: float, moved: list[str]) -> dict[str, float]:
         """Per task, the lift of a patch whose weighted train lift is ``delta`` carried by
-        k random train tasks (water-filled under each task's headroom)."""
+        the ``moved`` train tasks (water-filled under each task's headroom)."""
         if not delta:
             return {}
-        moved = list(self.rng.choice(self.train, size=k, replace=False))
         room = np.array([1.0 - self.expected(t) for t in moved])
         w = np.array([self.weights[t] for t in moved])
         need = delta * sum(self.weights[t] for t in self.train)
@@ -111,30 +117,62 @@ class Matrix:
 
 
 class Night:
-    """One simulated night: the matrix, the tip commit, the pool of baseline builds."""
+    """One simulated night: the matrix, the tip commit, the pool of baseline builds, and
+    the train builds the cycle reads its weaknesses from."""
 
-    def __init__(self, matrix: Matrix, survey_repeats: int):
+    def __init__(self, matrix: Matrix, survey_repeats: int, reuse_weakness: bool = False):
         self.matrix, self.pool, self.tip = matrix, BaselinePool(), 0
+        self.reuse_weakness = reuse_weakness
+        """Serve the weakness's tasks from the pool too (what the cycle must not do)."""
+        self.seen: dict[str, list[float]] = {t: [] for t in matrix.train}
+        """Per train task, the scores the weaknesses are read from: the tip's baseline
+        builds, after an accept the accepted candidate's."""
         for t in matrix.train + matrix.holdout:  # the survey: the baseline, train and holdout
-            self.pool.add(str(self.tip), t, matrix.builds(t, survey_repeats))
+            self._add(t, matrix.builds(t, survey_repeats))
 
-    def iteration(self, lifts: dict[str, float], cfg: DecisionConfig, alpha: float):
-        """One patch through the real stages; (accepted, builds by stage)."""
+    def _add(self, task: str, scores: list[float]) -> None:
+        self.pool.add(str(self.tip), task, scores)
+        if task in self.seen:
+            self.seen[task] += scores
+
+    def weakness(self, k: int) -> list[str]:
+        """The k train tasks that lost the most weighted score in the builds the cycle
+        reads (ties at random): the tasks of the weakness it would pick."""
+        m = self.matrix
+        lost = {t: m.weights[t] * (1 - np.mean(s)) if s else 0.0 for t, s in self.seen.items()}
+        order = sorted(m.train, key=lambda t: (-lost[t], m.rng.random()))
+        return order[:k]
+
+    def iteration(
+        self, lifts: dict[str, float], weakness: list[str], cfg: DecisionConfig, alpha: float
+    ):
+        """One patch on ``weakness``'s tasks through the real stages; (accepted, builds by
+        stage)."""
         m, spent = self.matrix, dict.fromkeys(STAGES, 0)
         self.pool.start_iteration(str(self.tip))
+        afresh = set() if self.reuse_weakness else set(weakness)
+        measured: dict[str, list[float]] = {}
 
-        def measure(stage: str, repeats: int, holdout: bool, *, tasks=None, baseline=None):
+        def measure(
+            stage: str, repeats: int, holdout: bool, *, tasks=None, baseline=None, fresh=None
+        ):
             out = Round()
             train = m.train if tasks is None else [t for t in m.train if t in set(tasks)]
+            want = repeats if baseline is None else baseline
             for split, names in (("train", train), ("holdout", m.holdout if holdout else [])):
                 for t in names:
-                    want = repeats if baseline is None else baseline
-                    base = self.pool.take(t, want)
-                    fresh = m.builds(t, want - len(base))
-                    self.pool.add(str(self.tip), t, fresh)
-                    getattr(out, f"baseline_{split}")[t] = base + fresh
-                    getattr(out, f"candidate_{split}")[t] = m.builds(t, repeats, lifts.get(t, 0))
-                    spent[stage] += repeats + len(fresh)
+                    if t in afresh:  # as the cycle: never the pool's, all built
+                        base, new = [], m.builds(t, want if fresh is None else fresh)
+                    else:
+                        base = self.pool.take(t, want)
+                        new = m.builds(t, want - len(base))
+                    self._add(t, new)
+                    cand = m.builds(t, repeats, lifts.get(t, 0))
+                    getattr(out, f"baseline_{split}")[t] = base + new
+                    getattr(out, f"candidate_{split}")[t] = cand
+                    if split == "train":
+                        measured.setdefault(t, []).extend(cand)
+                    spent[stage] += repeats + len(new)
             return out
 
         ok = accepted(evaluate(measure, m.weights, cfg, alpha))
@@ -142,7 +180,14 @@ class Night:
             self.tip += 1
             for t, x in lifts.items():
                 m.lift[t] += x
+            self.seen = {t: measured.get(t, []) for t in m.train}
         return ok, spent
+
+    def null(self, cfg: DecisionConfig, alpha: float) -> tuple[bool, dict[str, int], int]:
+        """A patch that changes nothing, on a weakness of 1 to 16 tasks: (accepted, builds
+        by stage, the weakness's tasks)."""
+        k = int(self.matrix.rng.choice(CONCENTRATIONS))
+        return *self.iteration({}, self.weakness(k), cfg, alpha), k
 
 
 def wilson(hits: int, n: int) -> tuple[float, float]:
@@ -163,37 +208,39 @@ def total(spent: list[dict[str, int]]) -> float:
     return float(np.mean([sum(s.values()) for s in spent])) if spent else float("nan")
 
 
-def aa_nights(rng, tasks, improve: ImproveConfig, nights: int) -> tuple[int, list]:
-    """(nights that kept anything, builds of every iteration) of nights where no patch
-    changes anything."""
-    kept, spent = 0, []
+def aa_nights(
+    rng, tasks, improve: ImproveConfig, nights: int, reuse_weakness: bool
+) -> tuple[int, dict[int, list]]:
+    """(nights that kept anything, builds of every iteration by its weakness's tasks) of
+    nights where no patch changes anything."""
+    kept, spent = 0, {k: [] for k in CONCENTRATIONS}
     for _ in range(nights):
-        night = Night(Matrix(rng, tasks), improve.survey_repeats)
-        results = [
-            night.iteration({}, improve.decision, improve.alpha) for _ in range(improve.iterations)
-        ]
-        kept += any(ok for ok, _ in results)
-        spent += [s for _, s in results]
+        night = Night(Matrix(rng, tasks), improve.survey_repeats, reuse_weakness)
+        results = [night.null(improve.decision, improve.alpha) for _ in range(improve.iterations)]
+        kept += any(ok for ok, _, _ in results)
+        for _, s, k in results:
+            spent[k].append(s)
     return kept, spent
 
 
-def lifting(rng, tasks, improve: ImproveConfig, delta: float, k: int, n: int):
-    """n lifting patches, each at a random iteration of its own night after patches that
-    change nothing: (accepted, builds of each, lifts realised, builds of the iteration
-    after each accept)."""
+def lifting(rng, tasks, improve: ImproveConfig, delta: float, k: int, n: int, reuse_weakness):
+    """n lifting patches, each on the weakness of k tasks at a random iteration of its own
+    night after patches that change nothing: (accepted, builds of each, lifts realised,
+    builds of the iteration after each accept)."""
     cfg, alpha = improve.decision, improve.alpha
     hits, spent, realised, after = 0, [], [], []
     for _ in range(n):
-        night = Night(Matrix(rng, tasks), improve.survey_repeats)
+        night = Night(Matrix(rng, tasks), improve.survey_repeats, reuse_weakness)
         for _ in range(rng.integers(improve.iterations)):
-            night.iteration({}, cfg, alpha)
-        lifts = night.matrix.patch(delta, k)
+            night.null(cfg, alpha)
+        moved = night.weakness(k)
+        lifts = night.matrix.patch(delta, moved)
         realised.append(night.matrix.realised(lifts))
-        ok, s = night.iteration(lifts, cfg, alpha)
+        ok, s = night.iteration(lifts, moved, cfg, alpha)
         hits += ok
         spent.append(s)
         if ok:  # the next patch meets an empty pool
-            after.append(night.iteration({}, cfg, alpha)[1])
+            after.append(night.null(cfg, alpha)[1])
     return hits, spent, realised, after
 
 
@@ -203,6 +250,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--iterations", type=int, default=400, help="lifting patches per cell")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="a smoke run: 10 nights, 2 per cell")
+    parser.add_argument(
+        "--reuse-weakness",
+        action="store_true",
+        help="serve the weakness's tasks from the pool too (what the cycle never does)",
+    )
     parser.add_argument(
         "--set",
         action="append",
@@ -226,14 +278,17 @@ def main(argv: list[str] | None = None) -> None:
     )
     print(
         f"rule: threshold {cfg.threshold}; builds per train task: baseline "
-        f"{cfg.baseline_repeats}, candidate {cfg.screen_repeats} (screen), "
+        f"{cfg.baseline_repeats} (the weakness's: {cfg.fresh_ratio} per candidate build, "
+        f"afresh{', here reused' if args.reuse_weakness else ''}), candidate "
+        f"{cfg.screen_repeats} (screen), "
         f"{cfg.full_repeats} (full), +{cfg.confirm_repeats} (confirm); holdout "
         f"{cfg.holdout_repeats} a side; alpha {cfg.night_alpha} a night = "
         f"{improve.alpha:.4f} an iteration, {cfg.early_share:.0%} of it at the full stage"
     )
     started = time.perf_counter()
 
-    kept, null_spent = aa_nights(rng, tasks, improve, args.nights)
+    kept, by_weakness = aa_nights(rng, tasks, improve, args.nights, args.reuse_weakness)
+    null_spent = [s for spent in by_weakness.values() for s in spent]
     lo, hi = wilson(kept, args.nights)
     print(
         f"\nA/A nights keeping anything: {kept / args.nights:.1%} of {args.nights} "
@@ -243,6 +298,10 @@ def main(argv: list[str] | None = None) -> None:
         f"builds per null iteration: {total(null_spent):.0f} (screen / full / confirm / "
         f"holdout {by_stage(null_spent)}); target <= 130; the survey: "
         f"{improve.survey_repeats * len(tasks)} a night"
+    )
+    print(
+        "  by the weakness's tasks: "
+        + ", ".join(f"{k}: {total(spent):.0f}" for k, spent in by_weakness.items())
     )
 
     print(
@@ -254,7 +313,9 @@ def main(argv: list[str] | None = None) -> None:
     after_accept: list[dict[str, int]] = []
     for delta in LIFTS:
         for k in CONCENTRATIONS:
-            hits, spent, realised, after = lifting(rng, tasks, improve, delta, k, args.iterations)
+            hits, spent, realised, after = lifting(
+                rng, tasks, improve, delta, k, args.iterations, args.reuse_weakness
+            )
             after_accept += after
             power = hits / args.iterations
             lo, hi = wilson(hits, args.iterations)

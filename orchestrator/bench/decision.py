@@ -29,9 +29,14 @@ p-value below ``2^-k`` when only k tasks move, so it misses the patches the cycl
 nothing is accepted (:mod:`orchestrator.bench.reuse`), so the baseline is measured deeper
 than the candidate: ``baseline_repeats`` builds per train task, all asked for by the
 screen (the first iteration builds them, the later ones find them in the pool), against
-the candidate's 1, then 3, then 9. Which tasks get more builds is never chosen by what
-their builds scored: a choice by the baseline's scores biases the comparison, and
-skipping tasks that looked settled would hide a patch that breaks them.
+the candidate's 1, then 3, then 9. The exception is the tasks the pool may not serve:
+the weakness the patch works on was picked *because* of those tasks' baseline builds
+(they failed), so reused they would lower the baseline where the patch aims. Their
+baseline is built afresh beside the candidate at every look, ``fresh_ratio`` builds per
+candidate build (the measure knows which tasks they are). Which tasks get more builds is
+never chosen by what the builds the test reads scored: a choice by those scores biases
+the comparison, and skipping tasks that looked settled would hide a patch that breaks
+them.
 
 **Three looks, one alpha** (:func:`evaluate`; the cycle runs the builds, this module only
 decides):
@@ -84,20 +89,24 @@ class DecisionConfig(BaseModel):
     """The least lift of the train score worth keeping: the test's minimum effect."""
     night_alpha: float = Field(default=0.05, gt=0, lt=1)
     """The chance a cycle with no real improvement keeps anything, at most."""
-    baseline_repeats: int = Field(default=12, ge=1)
+    baseline_repeats: int = Field(default=10, ge=1)
     """Baseline builds per train task every look compares with, all asked for by the
     screen (reused across iterations while nothing is accepted, so cheap after the first)."""
+    fresh_ratio: int = Field(default=2, ge=1)
+    """Baseline builds per candidate build, at every look, of the train tasks whose
+    baseline must be built afresh (the weakness's: its builds picked it), instead of
+    ``baseline_repeats`` from the pool."""
     screen_repeats: int = Field(default=1, ge=1)
     """Candidate builds per train task of the screen."""
     screen_floor: float = Field(default=-0.1, le=0)
     """The screen drops a candidate whose lift is below this: clearly worse, not unlucky."""
-    screen_futility_p: float = Field(default=0.6, gt=0, le=1)
+    screen_futility_p: float = Field(default=0.5, gt=0, le=1)
     """The screen drops a candidate whose p-value is above this."""
     full_repeats: int = Field(default=3, ge=2)
     """Candidate builds per train task after the full stage (the screen's included)."""
     futility_p: float = Field(default=0.2, gt=0, le=1)
     """The full stage drops a candidate whose p-value is above this."""
-    early_share: float = Field(default=0.2, ge=0, lt=1)
+    early_share: float = Field(default=0.3, ge=0, lt=1)
     """The share of alpha the full stage may accept on, settling the train question."""
     confirm_repeats: int = Field(default=6, ge=1)
     """More candidate builds per train task in the confirmation."""
@@ -170,7 +179,9 @@ class Measure(Protocol):
     ``holdout``, per holdout task; the baseline's builds per task are ``baseline`` (None:
     ``repeats``; 0: none), taken first from the cycle's pool of builds of the same commit
     that this iteration has not used (:class:`orchestrator.bench.reuse.BaselinePool`), only
-    the shortfall built."""
+    the shortfall built; except for the train tasks the pool may not serve (the measure's
+    own: the weakness's, whose builds picked it), of which ``fresh`` (None: as
+    ``baseline``) are built afresh."""
 
     def __call__(
         self,
@@ -180,6 +191,7 @@ class Measure(Protocol):
         *,
         tasks: Collection[str] | None = None,
         baseline: int | None = None,
+        fresh: int | None = None,
     ) -> Round: ...
 
 
@@ -217,13 +229,36 @@ def drop_test(
     return t.model_copy(update={"lift": -t.lift})
 
 
+def _floor(tasks: int, cfg: DecisionConfig, candidate: int) -> float:
+    """The smallest p-value of ``candidate`` builds per train task against the baseline's:
+    the weakness's tasks have their baseline built afresh, the others' from the pool; at
+    least one task is the weakness's, each other one whichever gives more splits."""
+    if tasks < 1:
+        return 1.0
+    fresh = math.comb(candidate + cfg.fresh_ratio * candidate, candidate)
+    pooled = math.comb(candidate + cfg.baseline_repeats, candidate)
+    ways = fresh * max(fresh, pooled) ** (tasks - 1)
+    return 1 / ways if ways <= EXACT_SPLITS else 1 / (1 + PERMUTATIONS)
+
+
 def smallest_p(tasks: int, cfg: DecisionConfig | None = None) -> float:
     """The smallest p-value the test can give on ``tasks`` train tasks when every build the
-    rule asks for is made (fewer builds, a higher floor)."""
+    rule asks for is made: the lowest any patch can reach (fewer builds, a higher floor;
+    see :func:`_floor` for the weakness's tasks); 1 without train tasks."""
     cfg = cfg or DecisionConfig()
-    candidate = cfg.full_repeats + cfg.confirm_repeats
-    ways = math.comb(candidate + cfg.baseline_repeats, candidate) ** tasks
-    return 1 / ways if ways <= EXACT_SPLITS else 1 / (1 + PERMUTATIONS)
+    return _floor(tasks, cfg, cfg.full_repeats + cfg.confirm_repeats)
+
+
+def least_alpha(tasks: int, cfg: DecisionConfig | None = None) -> float:
+    """The least alpha per iteration at which the rule can still keep a patch on ``tasks``
+    train tasks: a look accepts only at its share of alpha, so one of them must reach the
+    smallest p-value its builds can give (the confirmation with every build, or the full
+    stage settling early with its own)."""
+    cfg = cfg or DecisionConfig()
+    looks = [smallest_p(tasks, cfg) / (1 - cfg.early_share)]
+    if cfg.early_share:
+        looks.append(_floor(tasks, cfg, cfg.full_repeats) / cfg.early_share)
+    return min(looks)
 
 
 # -- the stages -------------------------------------------------------------------------
@@ -309,17 +344,21 @@ def evaluate(
 ) -> list[Stage]:
     """Run the stages (see the module docstring), asking ``measure`` for each round of
     builds; the stages decided, the last one saying whether the patch is kept."""
-    pooled = measure("screen", cfg.screen_repeats, False, baseline=cfg.baseline_repeats)
+
+    def train(stage: str, repeats: int, baseline: int) -> Round:
+        return measure(stage, repeats, False, baseline=baseline, fresh=cfg.fresh_ratio * repeats)
+
+    pooled = train("screen", cfg.screen_repeats, cfg.baseline_repeats)
     stages = [screen(pooled, weights, cfg)]
     if not stages[-1].go_on:
         return stages
-    pooled += measure("full", cfg.full_repeats - cfg.screen_repeats, False, baseline=0)
+    pooled += train("full", cfg.full_repeats - cfg.screen_repeats, 0)
     stages.append(full(pooled, weights, cfg, alpha))
     if not stages[-1].go_on:
         return stages
     look = cfg.early_share * alpha
     if not settled(stages[-1]):
-        pooled += measure("confirm", cfg.confirm_repeats, False, baseline=0)
+        pooled += train("confirm", cfg.confirm_repeats, 0)
         look = alpha - look
     t = lift_test(pooled.baseline_train, pooled.candidate_train, weights, cfg.threshold)
     if t.lift >= cfg.threshold and t.p <= look:  # the holdout only for a would-be accept

@@ -376,8 +376,9 @@ def cycle_options() -> Parser:
         "--repeats",
         type=number(int, lambda n: 2 <= n <= MAX_REPEATS, f"is not between 2 and {MAX_REPEATS}"),
         metavar="K",
-        help="builds per task and side in the full stage and in the confirmation "
-        f"(2 to {MAX_REPEATS}; default 5 and 8)",
+        help="the candidate's builds per train task after the full stage (the screen's "
+        f"included), and as many more in the confirmation (2 to {MAX_REPEATS}; default 3 "
+        "and 6)",
     )
     p.add_argument(
         "--improver-model", type=model_name, metavar="M", help="model that writes patches"

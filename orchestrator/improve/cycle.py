@@ -15,12 +15,14 @@ of repeats) for its first weakness and the night's starting score. Then each ite
    environment's);
 4. measures the candidate against the baseline: round after round, both sides at once,
    from the same frozen memory and with the same seeds (:mod:`orchestrator.improve.rounds`),
-   through the decision's stages — a cheap screen, the full repeats, an independent
-   confirmation — each of which may drop it (:func:`orchestrator.bench.decision.evaluate`,
-   with alpha = the night's alpha over the iterations); the candidate's code builds, the
-   cycle's own code scores. While no patch is accepted the baseline is the same commit,
-   so its earlier builds (the survey's, every round's) serve later rounds and only the
-   shortfall is built (:mod:`orchestrator.bench.reuse`);
+   through the decision's looks — a cheap screen, the full stage, a confirmation, and the
+   holdout only for a would-be accept — each of which may drop it
+   (:func:`orchestrator.bench.decision.evaluate`, with alpha = the night's alpha over the
+   iterations); the candidate's code builds, the cycle's own code scores. While no patch is
+   accepted the baseline is the same commit, so its earlier builds (the survey's, every
+   round's) serve later rounds and only the shortfall is built
+   (:mod:`orchestrator.bench.reuse`), never for the weakness's own tasks, whose builds
+   picked it: theirs are built afresh beside the candidate's;
 5. on acceptance commits exactly the files the proposal edited (anything else changed in
    the worktree rejects it), writes the lesson and goes on from the new code; on rejection
    removes the branch and remembers it, so no later proposal repeats it;
@@ -339,7 +341,7 @@ class ImproveCycle:
         _write(folder / "proposal.json", {"proposal": proposal.model_dump(), "answer": answer})
         branch = f"cadillac/improve-{s.id}-iter{i}"
         self.pool.start_iteration(s.tip_commit)
-        reuse = Reuse(self.pool, s.tip_commit, self.tasks)
+        reuse = Reuse(self.pool, s.tip_commit, self.tasks, frozenset(weakness.tasks))
         with (
             Worktree(self.repo, branch, s.tip_commit) as tree,
             Worktree(self.repo, None, s.tip_commit) as base,

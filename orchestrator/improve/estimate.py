@@ -2,11 +2,12 @@
 iteration can spend, which the spend cap is checked against before each iteration starts.
 
 :func:`iteration_builds` is the one bound of an iteration: every look of the decision
-rule made (:func:`orchestrator.bench.decision.evaluate`: the baseline's builds and the
-screen's, the full stage's, the confirmation's and the holdout's), on both sides,
-nothing reused. Reuse only lowers what is built (:mod:`orchestrator.bench.reuse`): while
-no patch is kept, the baseline's side is served by its earlier builds.
-A test drives the real ``evaluate`` down its longest path and pins this count to it.
+rule made (:func:`orchestrator.bench.decision.evaluate`: the baseline's screen builds
+and the candidate's screen, full and confirmation builds of the train tasks, each train
+task's baseline built afresh as a weakness's is, then the holdout's builds), nothing
+reused. Reuse only lowers what is built (:mod:`orchestrator.bench.reuse`): while no
+patch is kept, the baseline side builds little more than the weakness's own tasks. A
+test drives the real ``evaluate`` down its longest path and pins this count to it.
 
 What a build costs, in dollars, tokens and seconds, is measured: from the cycle's own
 builds once its survey ran, before that from earlier builds of the same model in the
@@ -33,21 +34,31 @@ from orchestrator.sandbox.files import read_regular
 RECORD_LIMIT = 8_000_000
 
 
+def _worst(rule: DecisionConfig) -> tuple[bool, int, int]:
+    """(whether a train task's most is as a weakness's, its candidate builds, its
+    baseline builds) when every look runs and nothing is reused: a task's baseline is
+    either the pool's (its screen's ``baseline_repeats``, built when the pool is empty) or,
+    for a task of the weakness, built afresh beside the candidate at every look
+    (``fresh_ratio`` per candidate build), whichever is more."""
+    candidate = rule.full_repeats + rule.confirm_repeats  # the screen's, the full's rest, confirm
+    fresh = rule.fresh_ratio * candidate
+    return fresh >= rule.baseline_repeats, candidate, max(fresh, rule.baseline_repeats)
+
+
 def iteration_builds(
     rule: DecisionConfig, tasks: Mapping[str, str], wall: bool = False
 ) -> dict[str, int]:
-    """Per task (id -> its split), the most builds one iteration makes of it, every look
-    made and nothing reused: a train task's ``baseline_repeats`` and the candidate's
-    ``full_repeats`` (the screen's included) and ``confirm_repeats``, a holdout task's
-    ``holdout_repeats`` a side. ``wall``: the builds one after another, both sides
-    building at once (each look's longer side)."""
+    """Per task (id -> its split), the most builds one iteration makes of it, both sides:
+    every look run, the holdout built, nothing reused (:func:`_worst`). ``wall``: the
+    builds one after another, both sides building at once (each look's longer side)."""
     if wall:
-        screen = max(rule.baseline_repeats, rule.screen_repeats)
-        train = screen + rule.full_repeats - rule.screen_repeats + rule.confirm_repeats
-        holdout = rule.holdout_repeats
+        sr, later = rule.screen_repeats, rule.full_repeats - rule.screen_repeats
+        later += rule.confirm_repeats
+        fresh = max(sr, rule.fresh_ratio * sr) + max(1, rule.fresh_ratio) * later
+        train, holdout = max(fresh, max(sr, rule.baseline_repeats) + later), rule.holdout_repeats
     else:
-        train = rule.baseline_repeats + rule.full_repeats + rule.confirm_repeats
-        holdout = 2 * rule.holdout_repeats
+        _, candidate, baseline = _worst(rule)
+        train, holdout = candidate + baseline, 2 * rule.holdout_repeats
     return {t: train if split == "train" else holdout for t, split in tasks.items()}
 
 
@@ -68,18 +79,22 @@ def iteration_bound(
 
 
 def stage_builds(
-    rule: DecisionConfig, train: int, holdout: int, reused: bool = False
+    rule: DecisionConfig, train: int, holdout: int, reused: bool = False, weakness_tasks: int = 1
 ) -> dict[str, int]:
-    """The most builds of each look, both sides (the screen's holds the baseline's train
-    builds); ``reused``: while no patch is kept, once the baseline's earlier builds serve
-    its side (the candidate's alone are built)."""
-    baseline = 0 if reused else rule.baseline_repeats * train
-    return {
-        "screen": baseline + rule.screen_repeats * train,
-        "full": (rule.full_repeats - rule.screen_repeats) * train,
-        "confirm": rule.confirm_repeats * train,
-        "holdout": (1 if reused else 2) * rule.holdout_repeats * holdout,
-    }
+    """The most builds of each look, both sides, adding up to :func:`iteration_builds`;
+    ``reused``: while no patch is kept, once the pool serves the baseline of every train
+    task but the weakness's (built afresh) and of the holdout."""
+    sr, fresh = rule.screen_repeats, rule.fresh_ratio
+    looks = {"screen": sr, "full": rule.full_repeats - sr, "confirm": rule.confirm_repeats}
+    if reused:
+        out = {look: n * (train + fresh * weakness_tasks) for look, n in looks.items()}
+        return out | {"holdout": rule.holdout_repeats * holdout}
+    if _worst(rule)[0]:  # every train task a weakness's: built afresh at every look
+        out = {look: n * train * (1 + fresh) for look, n in looks.items()}
+    else:  # every train task the pool's, which is empty
+        out = {look: n * train for look, n in looks.items()}
+        out["screen"] += rule.baseline_repeats * train
+    return out | {"holdout": 2 * rule.holdout_repeats * holdout}
 
 
 def cannot_finish(
@@ -247,8 +262,8 @@ class Estimate:
             f"estimate: {self.train} train and {self.holdout} holdout task(s); the survey "
             f"builds {self.survey_builds():,}; an iteration at most {sum(stages.values()):,} "
             f"({by}) with nothing reused, at most {sum(served.values()):,} once the "
-            "baseline's earlier builds serve its side (while no patch is kept), a patch "
-            f"dropped by the screen then {served['screen']:,}, by the full stage "
+            "baseline's earlier builds serve all but the weakness's task (while no patch is "
+            f"kept), a patch dropped by the screen then {served['screen']:,}, by the full stage "
             f"{served['screen'] + served['full']:,}; {self.iterations} iteration(s) at most"
         ]
         out.append(self.money())

@@ -8,16 +8,19 @@ with the same seed, and keeps every round's results on disk
 cycle's books: builds, tokens and cost spent, and what is left under the caps, which it
 hands to each round so no build starts past them.
 
-**Reused baseline builds.** The baseline side builds only what the cycle's
+**Reused baseline builds.** The decision says how many builds each side needs per task
+(the baseline's may differ from the candidate's: all of them at the screen, none later).
+The baseline side builds only what the cycle's
 :class:`~orchestrator.bench.reuse.BaselinePool` cannot serve (:class:`Reuse`): a round
 that needs n builds of a task takes the tip's scores this iteration has not used yet and
 builds the shortfall, in one trial per shortfall (``<stage>-baseline.json``, then
 ``<stage>-baseline-2.json`` ...), each building only its tasks. What it built goes into
-the pool. The records say how many scores each stage reused; the books count only
-builds made. (The weakness an iteration works on was picked from those same builds; that
-does not bias its test: a patch that changes nothing leaves the candidate's builds as
-they would have been whatever was picked, and the baseline's pooled scores, read whole,
-are what fresh builds would be.)
+the pool. The tasks of the weakness the iteration works on are never served from the
+pool: that weakness was picked *because* of those tasks' baseline builds (they failed),
+so their scores are no fresh draws for this iteration's test (reused, they would lower
+the baseline where the patch aims, and a patch that does nothing would look like a lift);
+they get the decision's ``fresh`` count, built beside the candidate's at every look.
+The records say how many scores each stage reused; the books count only builds made.
 """
 
 from __future__ import annotations
@@ -95,6 +98,8 @@ class Reuse:
     tasks: dict[str, str] = field(default_factory=dict)
     """The matrix's tasks and their splits (task id -> train or holdout); empty before the
     survey measured them, when nothing is taken and the whole split is built."""
+    fresh: frozenset[str] = frozenset()
+    """Tasks always built afresh: the iteration's weakness's (its builds picked it)."""
 
 
 @dataclass
@@ -127,22 +132,26 @@ class Rounds:
         *,
         tasks: Collection[str] | None = None,
         baseline: int | None = None,
+        fresh: int | None = None,
     ) -> Round:
-        """A round (the decision's ``Measure``): ``repeats`` candidate builds per train task
-        (only of ``tasks`` when given, none for an empty one) and, with ``holdout``, per
-        holdout task; ``baseline`` builds of the baseline per task (None: ``repeats``; 0:
-        none), those the pool serves taken, the rest built."""
+        """A round of both sides (the decision's ``Measure``): ``repeats`` candidate builds
+        per train task (only of ``tasks`` when given, none for an empty collection) and,
+        with ``holdout``, per holdout task; the baseline's ``baseline`` per task (None:
+        ``repeats``), the pool's first, and ``fresh`` (None: as ``baseline``) per task the
+        pool may not serve, all built."""
         cost, tokens = self.books.left()
+        split = "all" if holdout else "train"
         seed = zlib.crc32(f"{self.seed_key}:{stage}".encode()) & 0x7FFFFFFF
-        each = repeats if baseline is None else baseline
-        split, names, taken, short = self._plan(holdout, each, tasks)
+        want = repeats if baseline is None else baseline
+        plan = self._plan(split, repeats, tasks, want, want if fresh is None else fresh)
+        chosen, taken, short = plan
         jobs: dict[str, list[tuple[str, Path, RoundSpec]]] = {"baseline": []}
         for n, (need, ids) in enumerate(short):
             label = f"{stage}-baseline" + (f"-{n + 1}" if n else "")
             spec = RoundSpec(need, split, seed, tasks=ids)
             jobs["baseline"].append((label, self.baseline_code, spec))
-        if self.candidate_code is not None:
-            spec = RoundSpec(repeats, split, seed, tasks=names)
+        if self.candidate_code is not None and repeats and chosen != []:
+            spec = RoundSpec(repeats, split, seed, tasks=chosen)
             jobs["candidate"] = [(f"{stage}-candidate", self.candidate_code, spec)]
         planned = {label: _planned(spec, len(self.reuse.tasks) if self.reuse else 0)
                    for side in jobs.values() for label, _, spec in side}  # fmt: skip
@@ -181,10 +190,8 @@ class Rounds:
             raise capped
         known = self.reuse.tasks if self.reuse is not None else {}
         base = _scores(results.get("baseline", []), taken, known)
-        if self.candidate_code is None:  # the survey: the baseline alone, on both sides
-            cand = base
-        else:
-            cand = _scores(results.get("candidate", []), {}, known)
+        alone = self.candidate_code is None  # the survey: the baseline's builds are all
+        cand = base if alone else _scores(results.get("candidate", []), {}, known)
         measured = Round(
             baseline_train=base["train"],
             candidate_train=cand["train"],
@@ -195,39 +202,47 @@ class Rounds:
         return measured
 
     def _plan(
-        self, holdout: bool, each: int, tasks: Collection[str] | None
-    ) -> tuple[str, list[str] | None, dict[str, list[float]], list[tuple[int, list[str] | None]]]:
-        """(the round's split; its tasks, None for the whole split; the scores taken from the
-        pool, per task; the baseline's builds: (repeats, tasks or None) per trial, most
-        first) for ``each`` baseline builds per task."""
+        self,
+        split: str,
+        repeats: int,
+        tasks: Collection[str] | None,
+        baseline: int,
+        fresh: int,
+    ) -> tuple[list[str] | None, dict[str, list[float]], list[tuple[int, list[str] | None]]]:
+        """(the tasks of the round, None for the whole split; the scores taken from the pool,
+        per task; the baseline's builds: (repeats, tasks or None) per trial, most first).
+        A task wants ``baseline`` builds, the pool's first, or ``fresh`` when the pool may
+        not serve it (built)."""
         known = self.reuse.tasks if self.reuse is not None else {}
         if not known:
             if tasks is not None:
                 raise ValueError("a round of some tasks needs the matrix's tasks (the survey's)")
-            return ("all" if holdout else "train"), None, {}, ([(each, None)] if each else [])
-        train = [
-            t for t, w in sorted(known.items()) if w == "train" and (tasks is None or t in tasks)
+            return None, {}, [(baseline, None)] if baseline else []
+        chosen = [
+            t
+            for t, where in sorted(known.items())
+            if (where == "train" and (tasks is None or t in tasks))
+            or (where == "holdout" and split == "all")
         ]
-        held = [t for t, w in sorted(known.items()) if w == "holdout"] if holdout else []
-        split = "all" if train and held else "holdout" if held else "train"
-        whole = {t for t, w in known.items() if split in ("all", w)}
-        chosen = train + held
-        names = None if set(chosen) == whole else chosen
         reuse = self.reuse
         serving = reuse is not None and reuse.pool.commit == reuse.commit
         taken: dict[str, list[float]] = {}
         need: dict[int, list[str]] = {}
-        for task in chosen if each else []:
-            got = reuse.pool.take(task, each) if serving else []
+        for task in chosen:
+            if task in reuse.fresh and known[task] == "train":
+                got, n = [], fresh
+            else:
+                got, n = (reuse.pool.take(task, baseline) if serving else []), baseline
             if got:
                 taken[task] = got
-            if each - len(got):
-                need.setdefault(each - len(got), []).append(task)
+            if n - len(got):
+                need.setdefault(n - len(got), []).append(task)
+        whole = tasks is None
         short = [
-            (n, None if names is None and ids == chosen else ids)
+            (n, None if whole and ids == chosen else ids)
             for n, ids in sorted(need.items(), reverse=True)
         ]
-        return split, names, taken, short
+        return (None if whole else chosen), taken, short
 
     def _side(self, jobs: list[tuple[str, Path, RoundSpec]]):
         """One side's trials, one after the other: ([(label, results)], (label, the cap that

@@ -9,14 +9,14 @@ repository is a git checkout, a scripted builder's module can reach the trials:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator import SOURCE_ROOT
-from orchestrator.bench.decision import DecisionConfig, smallest_p
+from orchestrator.bench import MAX_REPEATS
+from orchestrator.bench.decision import DecisionConfig, least_alpha, smallest_p
 from orchestrator.bench.engines.config import EngineConfig
 from orchestrator.bench.tasks import DEFAULT_MATRIX, MatrixTask, load_matrix
 from orchestrator.errors import CadillacError
@@ -46,7 +46,8 @@ class CycleRequest(BaseModel):
     matrix: Path = DEFAULT_MATRIX
     repo: Path = SOURCE_ROOT
     repeats: int | None = Field(default=None, ge=2)
-    """Repeats per task of the full stage and of the confirmation (default: the rule's)."""
+    """The candidate's builds per train task after the full stage, and as many more in the
+    confirmation (default: the rule's)."""
     jobs: int = Field(default=1, ge=1)
     engine: EngineConfig | None = None
     """Where the trials run: this machine (None, or local) or a Ray cluster."""
@@ -64,18 +65,40 @@ class CycleRequest(BaseModel):
     """``--verbose``: each trial's builds trace their tool calls into its trial.log."""
 
 
-def _what_would_help(train: int, night_alpha: float, iterations: int) -> str:
-    """More train tasks (how many), and fewer iterations only when that can help."""
-    need = next(n for n in itertools.count(train + 1) if smallest_p(n) <= night_alpha / iterations)
-    most = int(night_alpha / smallest_p(train))  # the iterations its tasks can carry
-    if most >= 1:
-        return f"add train tasks (at least {need}), or run --iterations {most} or fewer"
-    alone = next(n for n in itertools.count(train + 1) if smallest_p(n) <= night_alpha)
-    fewer = "" if need == alone else f" ({alone} for --iterations 1)"
-    return (
-        f"add train tasks: at least {need} for --iterations {iterations}{fewer}; fewer "
-        f"iterations cannot help, as even one cannot reach {night_alpha:g} with {train}"
+def _with_repeats(rule: DecisionConfig, repeats: int) -> DecisionConfig:
+    """The rule with ``--repeats``: the candidate's builds per train task after the full
+    stage, and as many more in the confirmation."""
+    update = {"full_repeats": repeats, "confirm_repeats": repeats}
+    return DecisionConfig.model_validate(rule.model_dump() | update)
+
+
+def _what_would_help(train: int, rule: DecisionConfig, iterations: int) -> str:
+    """What lets the rule reach its alpha: more train tasks (how many), more repeats (how
+    many), fewer iterations (how few); only those that can."""
+    alpha = rule.night_alpha / iterations
+    ways = []
+    tasks = next((n for n in range(train + 1, train + 65) if least_alpha(n, rule) <= alpha), None)
+    if tasks is not None:
+        ways.append(f"add train tasks (at least {tasks})")
+    low = max(rule.full_repeats + 1, 2)
+    more = next(
+        (
+            k
+            for k in range(low, MAX_REPEATS + 1)
+            if least_alpha(train, _with_repeats(rule, k)) <= alpha
+        ),
+        None,
     )
+    if more is not None:
+        ways.append(f"run --repeats {more} or more")
+    most = int(rule.night_alpha / least_alpha(train, rule))  # the iterations its builds carry
+    if most >= 1:
+        ways.append(f"run --iterations {most} or fewer")
+    if not ways:
+        return f"no number of train tasks, repeats or iterations lets it reach {alpha:.3g}"
+    cannot = [what for what, found in (("train tasks", tasks), ("repeats", more)) if found is None]
+    said = ways[0] if len(ways) == 1 else ", ".join(ways[:-1]) + ", or " + ways[-1]
+    return said + (f" (more {' or '.join(cannot)} cannot help)" if cannot else "")
 
 
 def make_cycle(
@@ -119,21 +142,24 @@ def make_cycle(
         lifetime_alpha=request.lifetime_alpha,
     )
     train = sum(1 for task in runner.tasks if task.split == "train")
-    if smallest_p(train) > config.night_share:
+    if least_alpha(train, rule) > config.night_share:
         raise CadillacError(
-            f"{request.matrix} has {train} train task(s): the decision's test cannot give a "
-            f"p-value below {smallest_p(train):.3g}, above the alpha of {config.alpha:.3g} per "
-            f"iteration ({rule.night_alpha:g} over {config.iterations}), so no patch could be "
-            f"kept; {_what_would_help(train, rule.night_alpha, config.iterations)}"
+            f"{request.matrix} has {train} train task(s): with the builds the decision asks "
+            f"for, its test cannot give a p-value below {smallest_p(train, rule):.3g}, so it "
+            f"can keep a patch only at an alpha of {least_alpha(train, rule):.3g} per "
+            f"iteration or more, not {config.night_share:.3g} ({rule.night_alpha:g} over "
+            f"{config.iterations}): no patch could be kept; "
+            f"{_what_would_help(train, rule, config.iterations)}"
         )
     granted = lifetime_grant(home, repo, config)
-    if granted is not None and smallest_p(train, rule) > granted:
+    if granted is not None and least_alpha(train, rule) > granted:
         raise CadillacError(
-            f"{request.matrix} has {train} train task(s): the decision's test cannot give a "
-            f"p-value below {smallest_p(train, rule):.3g}, above the {granted:.3g} per iteration "
-            f"that the repository's lifetime error budget ({config.lifetime_alpha:g}) grants "
-            "now, so no patch could be kept; run fewer --iterations, or give a larger "
-            "--lifetime-alpha (a weaker bound over the repository's life)"
+            f"{request.matrix} has {train} train task(s): the decision can keep a patch only "
+            f"at an alpha of {least_alpha(train, rule):.3g} or more, above the {granted:.3g} "
+            "per iteration that the repository's lifetime error budget "
+            f"({config.lifetime_alpha:g}) grants now, so no patch could be kept; add train "
+            "tasks, run fewer --iterations, or give a larger --lifetime-alpha (a weaker "
+            "bound over the repository's life)"
         )
     improver = LLMClient(request.improver)
     cycle = ImproveCycle(
@@ -147,9 +173,7 @@ def decision_rule(request: CycleRequest) -> DecisionConfig:
     """The keep-or-drop rule a command asks for: the defaults, with its repeats and threshold."""
     rule = DecisionConfig()
     if request.repeats is not None:
-        rule = rule.model_copy(
-            update={"full_repeats": request.repeats, "confirm_repeats": request.repeats}
-        )
+        rule = _with_repeats(rule, request.repeats)
     if request.threshold is not None:
         rule = rule.model_copy(update={"threshold": request.threshold})
     return rule

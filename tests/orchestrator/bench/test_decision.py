@@ -17,6 +17,7 @@ from orchestrator.bench.decision import (
     drop_test,
     evaluate,
     full,
+    least_alpha,
     lift_test,
     screen,
     smallest_p,
@@ -112,11 +113,24 @@ def test_a_full_stage_must_add_builds():
         DecisionConfig(screen_repeats=3, full_repeats=3)
 
 
-def test_the_smallest_p_the_rule_can_give():
-    tiny = DecisionConfig(baseline_repeats=1, full_repeats=2, confirm_repeats=1)
-    assert smallest_p(3, tiny) == 1 / 4**3  # 3 candidate builds and 1 baseline: 4 splits a task
+def test_the_smallest_p_the_rule_can_give_and_the_least_alpha_it_can_keep_a_patch_at():
+    tiny = DecisionConfig(baseline_repeats=10, fresh_ratio=1, full_repeats=2, confirm_repeats=1)
+    # 3 candidate builds a task: against 10 pooled baseline builds C(13, 3) = 286 splits,
+    # against the weakness's task's 3 fresh ones C(6, 3) = 20; one task is the weakness's
+    assert smallest_p(1, tiny) == 1 / 20 and smallest_p(2, tiny) == 1 / (20 * 286)
+    assert smallest_p(3, tiny) == 1 / (1 + PERMUTATIONS)  # more splits than enumerated
+    # with 1 pooled build (4 splits) the fresh ones give more: a weakness of every task
+    fewer = tiny.model_copy(update={"baseline_repeats": 1})
+    assert smallest_p(3, fewer) == 1 / 20**3
     assert smallest_p(1) == 1 / (1 + PERMUTATIONS)  # the default's builds: sampled
     assert smallest_p(26) < DecisionConfig().night_alpha / 5
+    assert smallest_p(0) == 1.0
+    # the confirmation at 70% of alpha, or the full stage (2 builds: C(4, 2) = 6 splits a
+    # task afresh, C(3, 2) = 3 pooled) settling at 30%: the lower of the two alphas they need
+    assert least_alpha(3, fewer) == pytest.approx(min(1 / 8000 / 0.7, 1 / 6**3 / 0.3))
+    assert least_alpha(3, fewer.model_copy(update={"early_share": 0.0})) == 1 / 8000
+    assert least_alpha(1, tiny) == pytest.approx(min(1 / 20 / 0.7, 1 / 6 / 0.3))
+    assert least_alpha(26) < DecisionConfig().night_alpha / 5
 
 
 def two_of_sixteen() -> tuple[dict, dict]:
@@ -214,11 +228,13 @@ def test_accepted_is_a_confirmation_that_went_on():
 
 class Scripted:
     """A measure that hands out fixed scores, each round the next ones of every task and
-    side, and records what it was asked."""
+    side, and records what it was asked; the baseline of the ``fresh`` tasks (the
+    weakness's) gets the ``fresh`` count."""
 
-    def __init__(self, base: dict, cand: dict, holdout=({}, {})):
+    def __init__(self, base: dict, cand: dict, holdout=({}, {}), fresh=frozenset()):
         self.scores = {"baseline_train": base, "candidate_train": cand}
         self.scores.update(baseline_holdout=holdout[0], candidate_holdout=holdout[1])
+        self.fresh = fresh
         self.used: dict[tuple[str, str], int] = {}
         self.asked: list[tuple] = []
 
@@ -227,8 +243,8 @@ class Scripted:
         self.used[side, task] = start + n
         return self.scores[side][task][start : start + n]
 
-    def __call__(self, stage, repeats, holdout, *, tasks=None, baseline=None):
-        self.asked.append((stage, repeats, holdout, tasks, baseline))
+    def __call__(self, stage, repeats, holdout, *, tasks=None, baseline=None, fresh=None):
+        self.asked.append((stage, repeats, holdout, tasks, baseline, fresh))
         out = Round()
         for split in ("train", "holdout") if holdout else ("train",):
             names = self.scores[f"candidate_{split}"]
@@ -236,6 +252,8 @@ class Scripted:
                 names = [t for t in names if t in tasks]
             for t in names:
                 n = repeats if baseline is None else baseline
+                if t in self.fresh and fresh is not None:
+                    n = fresh
                 getattr(out, f"baseline_{split}")[t] = self.next(f"baseline_{split}", t, n)
                 getattr(out, f"candidate_{split}")[t] = self.next(f"candidate_{split}", t, repeats)
         return out
@@ -243,18 +261,21 @@ class Scripted:
 
 def test_evaluate_asks_the_rounds_the_rule_needs_and_accepts_two_of_sixteen():
     base, cand = two_of_sixteen()
-    rule = DecisionConfig(threshold=0.02, early_share=0.0)
+    for t in ("m1", "m2"):  # the weakness's tasks: their baseline is built afresh, 2 a build
+        base[t] = [0.0, 1.0] + [0.0] * 16
+    rule = DecisionConfig(threshold=0.02, early_share=0.0, baseline_repeats=12, fresh_ratio=2)
     held = {"h": [0.5, 0.5]}, {"h": [0.5, 0.5]}
-    measure = Scripted(base, cand, held)
+    measure = Scripted(base, cand, held, fresh={"m1", "m2"})
     stages = evaluate(measure, {}, rule, 0.01)
     assert [s.stage for s in stages] == ["screen", "full", "confirm"] and accepted(stages)
     assert measure.asked == [
-        ("screen", 1, False, None, 12),
-        ("full", 2, False, None, 0),
-        ("confirm", 6, False, None, 0),
-        ("holdout", 3, True, (), None),  # only for a would-be accept
+        ("screen", 1, False, None, 12, 2),
+        ("full", 2, False, None, 0, 4),
+        ("confirm", 6, False, None, 0, 12),
+        ("holdout", 3, True, (), None, None),  # only for a would-be accept
     ]
-    assert stages[-1].train.builds == 16 * (12 + 9) and stages[-1].holdout.lift == 0.0
+    assert stages[-1].train.builds == 14 * (12 + 9) + 2 * (18 + 9)
+    assert stages[-1].holdout.lift == 0.0
 
 
 def test_evaluate_stops_at_the_first_drop_and_builds_no_holdout_for_a_reject():
@@ -262,7 +283,7 @@ def test_evaluate_stops_at_the_first_drop_and_builds_no_holdout_for_a_reject():
     measure = Scripted(base, {t: [0.5] * 9 for t in base})
     stages = evaluate(measure, {}, CFG, 0.01)  # A/A on equal scores: p = 1, never credible
     assert [s.stage for s in stages] == ["screen"] and not accepted(stages)
-    assert measure.asked == [("screen", 1, False, None, 12)]
+    assert measure.asked == [("screen", 1, False, None, 10, 2)]
     lifting = Scripted(
         {t: [0.0, 1.0] * 6 for t in base}, {t: [1.0, 0.0] * 4 + [1.0] for t in base}
     )  # a lift of 1/9 on every task, never credible with 6 tasks at alpha 1e-6
@@ -278,4 +299,4 @@ def test_a_settled_full_stage_builds_only_the_holdout_at_its_share_of_alpha():
     stages = evaluate(measure, {}, CFG, 0.01)
     assert accepted(stages) and [a[0] for a in measure.asked] == ["screen", "full", "holdout"]
     assert stages[1].alpha == stages[2].alpha == pytest.approx(0.01 * CFG.early_share)
-    assert stages[2].train.builds == 8 * (12 + 3)
+    assert stages[2].train.builds == 8 * (10 + 3)  # the default's 10 baseline builds a task

@@ -51,7 +51,7 @@ def test_5_a_task_toml_that_is_not_utf8_is_one_line_naming_the_file(tmp_path, ca
 
 @pytest.mark.parametrize(
     "case",
-    ["bad model", "not a git checkout", "no such matrix", "too few train tasks", "bad improver"],
+    ["bad model", "not a git checkout", "no such matrix", "alpha out of reach", "bad improver"],
 )
 def test_9_a_nightly_that_cannot_run_makes_no_run_folder(case, home, repo, tmp_path, capsys):
     plain = tmp_path / "plain"
@@ -60,7 +60,8 @@ def test_9_a_nightly_that_cannot_run_makes_no_run_folder(case, home, repo, tmp_p
         "bad model": nightly_args(repo, "--model", "nosuch/model"),
         "not a git checkout": nightly_args(plain),
         "no such matrix": nightly_args(repo, "--matrix", str(tmp_path / "nope")),
-        "too few train tasks": nightly_args(repo, "--matrix", str(SMALL)),
+        # 2 train tasks: no p below 1/8193, above the 0.05/300 an iteration would get
+        "alpha out of reach": nightly_args(repo, "--matrix", str(SMALL), "--iterations", "300"),
         "bad improver": nightly_args(repo, "--improver-model", "nosuch/improver"),
     }[case]
     code, out, err = run(capsys, *argv)

@@ -275,3 +275,15 @@ def test_an_api_base_belongs_to_the_model_it_was_given_for():
         *local, "--fallback-model", "openai/b", "--fallback-api-base", "http://b/v1"
     )
     assert [e.api_base for e in fallbacks.builder.endpoints()] == [local[3], "http://b/v1"]
+
+
+def test_the_repeats_help_says_the_decision_rules_defaults():
+    """The help is written out (building it must not import the rule's numpy); it says what
+    the rule's defaults are."""
+    from orchestrator.bench.decision import DecisionConfig
+    from orchestrator.cli.args import cycle_options
+
+    rule = DecisionConfig()
+    (repeats,) = [a for a in cycle_options()._actions if "--repeats" in a.option_strings]
+    assert f"default {rule.full_repeats} and {rule.confirm_repeats})" in repeats.help
+    assert "after the full stage" in repeats.help and "confirmation" in repeats.help

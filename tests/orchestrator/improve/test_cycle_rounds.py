@@ -3,7 +3,7 @@ process whose scores depend on the code they are given:
 
 * the baseline side builds only what earlier builds of the same tip cannot serve (the
   pool of :mod:`orchestrator.bench.reuse`), and nothing after an accept; the weakness's
-  own tasks are always built afresh;
+  own tasks are always built afresh, as many as the decision's ``fresh`` asks;
 * weaknesses are read from every round's builds, not the first round's folder alone;
 * the "good enough" stop never counts an accepted candidate's own (selected) scores.
 """
@@ -16,19 +16,15 @@ from pathlib import Path
 
 from orchestrator.bench.decision import DecisionConfig
 from orchestrator.bench.results import MatrixResults, TaskRun, TaskStats
-from orchestrator.bench.reuse import BaselinePool
 from orchestrator.home import Home
 from orchestrator.improve.cycle import ImproveCycle
 from orchestrator.improve.records import ImproveConfig
-from orchestrator.improve.rounds import Books, Reuse, Rounds
 from orchestrator.improve.trial import RoundSpec
 from orchestrator.llm.backends import register_script
 from orchestrator.llm.client import LLMClient, LLMConfig
 
 QUICK = [sys.executable, "-c", "pass"]
 TRAIN = tuple(f"t{i}" for i in range(10))
-RULE = DecisionConfig(baseline_repeats=2, full_repeats=2, confirm_repeats=1, holdout_repeats=1)
-"""A small rule: builds score alike within a task here, more repeats would only cost time."""
 MARK = "<!-- lifts -->"
 """What an accepted patch adds to phases/build.md: the code's builds score higher with it."""
 
@@ -130,6 +126,11 @@ class ByCode:
         )  # fmt: skip
 
 
+RULE = DecisionConfig(baseline_repeats=2, fresh_ratio=1, full_repeats=2, confirm_repeats=1)
+"""Builds per train task: the baseline 2 (the weakness's: 1 per candidate build, afresh),
+the candidate 1 at the screen, 2 after the full stage, 3 after the confirmation."""
+
+
 def run_cycle(home, repo, runner, script, **cfg) -> tuple:
     client = LLMClient(LLMConfig(model=register_script(f"rounds-{id(script)}", script)))
     cfg.setdefault("decision", RULE)
@@ -143,25 +144,31 @@ def run_cycle(home, repo, runner, script, **cfg) -> tuple:
 
 def test_an_unchanged_tip_reuses_its_baseline_builds_and_an_accept_starts_afresh(home, repo):
     runner = ByCode()
-    propose, _ = improver()  # notes only: nothing lifts, and the screen drops each
+    propose, _ = improver()  # notes only: nothing lifts
     summary, folder = run_cycle(home, repo, runner, propose, iterations=3)
     first, second, third = summary.iterations
     assert [it.status for it in summary.iterations] == ["rejected"] * 3
-    assert [st.stage for st in first.stages] == ["screen"]
-    # survey: 1 build of each of the 11 tasks. The screen reads 2 baseline builds per train
-    # task: it takes the survey's and builds one more of each
-    assert first.reused == {"screen": 10} and first.builds == {"screen": 10 + 10}
-    # iterations 2 and 3: the survey's and iteration 1's builds of the same tip serve it all
-    assert second.reused == third.reused == {"screen": 20}
-    assert second.builds == third.builds == {"screen": 10}  # the candidate's alone
+    assert [st.stage for st in first.stages] == ["screen"]  # no lift: dropped at the screen
+    assert first.weakness == second.weakness and "t0" in first.weakness
+    # survey: 1 repeat of all 11 tasks. Iteration 1's screen wants 2 baseline builds of
+    # t1..t9, takes the survey's and builds 1 more, and builds t0 (the weakness's task: its
+    # builds picked it, so never reused) once, beside the candidate's 10
+    assert first.reused == {"screen": 9}
+    assert first.builds == {"screen": 10 + 10}
+    # iteration 2: the survey's and iteration 1's builds of the same tip serve all but t0
+    assert second.reused == {"screen": 18}
+    assert second.builds == {"screen": 1 + 10}
+    assert third.reused == second.reused and third.builds == second.builds
     baseline = [
         (where, label, tasks, n) for where, label, tasks, n in runner.asked if "baseline" in label
     ]
     assert baseline == [
         (folder.name, "survey-baseline", None, 1),
-        ("iter-1", "screen-baseline", None, 1),
+        ("iter-1", "screen-baseline", None, 1),  # every train task: 1 more each
+        ("iter-2", "screen-baseline", ["t0"], 1),
+        ("iter-3", "screen-baseline", ["t0"], 1),
     ]
-    # the records of the rounds hold the builds made, and the books count only those
+    # the records of the rounds hold the builds made, the books count only those
     assert summary.builds == 11 + sum(sum(it.builds.values()) for it in summary.iterations)
     made = sum(len(json.loads(p.read_text())["runs"]) for p in folder.glob("iter-*/rounds/*.json"))
     assert made == summary.builds - 11
@@ -171,50 +178,43 @@ def test_an_unchanged_tip_reuses_its_baseline_builds_and_an_accept_starts_afresh
     propose, _ = improver(MARK)  # the first patch lifts t1..t9 from 0.5 to 1.0
     summary, folder = run_cycle(home, repo, runner, propose, iterations=3)
     accepted, after, again = summary.iterations
-    assert accepted.status == "accepted" and accepted.reused == {"screen": 10, "holdout": 1}
+    assert accepted.status == "accepted", accepted.reason
+    # settled at the full stage (p 1/8193 <= 30% of 0.05/3); the holdout (3 a side) takes
+    # h1's survey build and builds 2
+    assert [st.stage for st in accepted.stages] == ["screen", "full", "confirm"]
+    assert accepted.reused == {"screen": 9, "holdout": 1}
+    assert accepted.builds == {"screen": 10 + 10, "full": 1 + 10, "holdout": 2 + 3}
     assert after.status == "rejected" and after.reused == {}  # a new tip: nothing to reuse
-    assert after.builds == {"screen": 2 * 10 + 10}
+    assert after.builds == {"screen": 18 + 1 + 10}
     assert after.baseline_score == 0.9  # the new tip, measured afresh
-    assert again.reused == {"screen": 20}  # the new tip's own builds, reused
+    assert again.reused == {"screen": 18}  # the new tip's own builds, reused
 
 
-def test_a_round_builds_each_shortfall_in_a_trial_of_its_own(home, repo, tmp_path):
-    """Tasks the pool holds more of than others: one trial per shortfall, each with its
-    tasks; what they built goes into the pool, used by this iteration already."""
+def test_a_round_builds_each_shortfall_in_a_trial_of_its_own(home, repo):
     runner = ByCode()
-    pool = BaselinePool()
-    pool.add("c", "t0", [0.0])
-    for task in TRAIN[1:5]:
-        pool.add("c", task, [0.5, 0.5])
-    pool.start_iteration("c")
-    splits = {**dict.fromkeys(TRAIN, "train"), "h1": "holdout"}
-    rounds = Rounds(
-        runner, tmp_path / "iter-1", repo, repo, "k:1", Books(), Reuse(pool, "c", splits)
+    propose, _ = improver()
+    rule = RULE.model_copy(update={"baseline_repeats": 4, "fresh_ratio": 3})
+    summary, folder = run_cycle(
+        home, repo, runner, propose, iterations=1, survey_repeats=2, decision=rule
     )
-    measured = rounds("screen", 1, False, baseline=3)
-    assert (
-        sorted((label, tasks, n) for _, label, tasks, n in runner.asked)
-        == [
-            ("screen-baseline", list(TRAIN[5:]), 3),  # none in the pool
-            ("screen-baseline-2", ["t0"], 2),
-            ("screen-baseline-3", list(TRAIN[1:5]), 1),
-            ("screen-candidate", None, 1),  # the whole train split
-        ]
-    )
-    assert measured.baseline_train == {t: [0.0] * 3 if t == "t0" else [0.5] * 3 for t in TRAIN}
-    assert rounds.reused == {"screen": 1 + 4 * 2}
-    assert rounds.builds == {"screen": 5 * 3 + 2 + 4 + 10}
-    assert all(pool.available(t) == 0 for t in TRAIN)
-    for label in ("screen-baseline", "screen-baseline-2", "screen-baseline-3"):
-        assert (tmp_path / "iter-1" / "rounds" / f"{label}.json").is_file(), label
-    pool.start_iteration("c")  # the next iteration finds 3 of each
-    assert {pool.available(t) for t in TRAIN} == {3}
+    (it,) = summary.iterations
+    screen = sorted((label, tasks, n) for _, label, tasks, n in runner.asked if "screen-" in label)
+    # t0 (the weakness's) 3 afresh; t1..t9 2 each beyond the survey's 2
+    assert screen == [
+        ("screen-baseline", ["t0"], 3),
+        ("screen-baseline-2", list(TRAIN[1:]), 2),
+        ("screen-candidate", None, 1),
+    ]  # the candidate's in parallel with them
+    assert it.reused == {"screen": 18}
+    assert it.builds == {"screen": 3 + 18 + 10}
+    for label in ("screen-baseline", "screen-baseline-2", "screen-candidate"):
+        assert (folder / "iter-1" / "rounds" / f"{label}.json").is_file(), label
 
 
 def test_weaknesses_are_read_from_every_rounds_builds(home, repo):
-    """A tool error only the screen's baseline builds repeat, not the survey's, is
-    iteration 2's weakness (merged rounds kept the first round's folder alone, the
-    survey's here, and never saw it)."""
+    """A tool error only the screen round's baseline builds repeat is iteration 2's weakness
+    (the merged rounds once kept the first round's folder, the survey's, alone, and never
+    saw it)."""
     error = "The search text occurs 2 times in app.py; include more lines"
     runner = ByCode(events={"screen-baseline": ("t0", error)}, low=1.0)
     propose, asked = improver()

@@ -91,16 +91,21 @@ def one_train_task(tmp_path: Path) -> Path:
     return matrix
 
 
-def test_too_few_train_tasks_are_told_what_would_help(home, repo, tmp_path, capsys):
-    assert main(improve(repo, one_train_task(tmp_path), BUILDER)) == 1
+def test_a_rule_that_cannot_reach_its_alpha_is_told_what_would_help(home, repo, tmp_path, capsys):
+    # one train task, always the weakness's (its baseline built afresh, 2 a candidate build),
+    # 4 candidate builds (--repeats 2): C(12, 4) = 495 splits, p >= 1/495, above 70% of
+    # 0.05/20 (and the full stage's 2 builds, C(6, 2) = 15 splits, above 30% of it)
+    one = improve(repo, one_train_task(tmp_path), BUILDER)
+    assert main([*one, "--repeats", "2", "--iterations", "20"]) == 1
     err = capsys.readouterr().err.strip()
     assert "has 1 train task(s)" in err and len(err.splitlines()) == 1
-    assert "fewer --iterations" not in err and "--iterations" in err  # it cannot help
-    assert "add train tasks: at least 5" in err
+    assert "p-value below 0.00202" in err and "not 0.0025 (0.05 over 20)" in err
+    assert "add train tasks (at least 2), run --repeats 3 or more, or run --iterations 17" in err
 
-    assert main([*improve(repo, LIFT, BUILDER), "--iterations", "2"]) == 1  # 5 train tasks
+    # 5 train tasks: p >= 1/8193 however many builds (the splits are sampled)
+    assert main([*improve(repo, LIFT, BUILDER), "--iterations", "300"]) == 1
     err = capsys.readouterr().err.strip()
-    assert "at least 6" in err and "--iterations 1" in err
+    assert "run --iterations 286 or fewer (more train tasks or repeats cannot help)" in err
     assert not list((Path(home) / "runs").glob("improve-*"))
 
 

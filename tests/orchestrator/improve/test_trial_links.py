@@ -219,9 +219,13 @@ def test_weaknesses_read_no_events_through_a_link_a_trial_made(tmp_path):
     (runs / RUN_IDS["wf-a"] / "events.jsonl").symlink_to(secret)
     (runs / RUN_IDS["wf-b"]).symlink_to(tmp_path)  # a run folder that leads elsewhere
     (tmp_path / "events.jsonl").symlink_to(secret)
-    assert _events(runs, RUN_IDS["wf-a"]) == []
-    assert _events(runs, RUN_IDS["wf-b"]) == []
-    assert _events(runs, "../..") == []
+    plain = "20261203-120000-cccccc"  # a build's own events, read: the rule finds something
+    (runs / plain).mkdir()
+    (runs / plain / "events.jsonl").write_text('{"kind": "phase_failed", "data": {}}\n')
+    assert _events([runs], plain) == [{"kind": "phase_failed", "data": {}}]
+    assert _events([runs], RUN_IDS["wf-a"]) == []
+    assert _events([runs], RUN_IDS["wf-b"]) == []
+    assert _events([runs], "../..") == []
 
 
 def test_a_trial_has_room_for_the_workspaces_of_a_whole_matrix():

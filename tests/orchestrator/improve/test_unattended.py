@@ -34,19 +34,19 @@ ADD_SENTENCE = {
 }
 
 
-def improver(name: str, edit: dict = ADD_SENTENCE) -> LLMClient:
+def improver(name: str) -> LLMClient:
     import json
 
-    answer = json.dumps({"reason": "say how digits count", "edits": [edit]})
+    answer = json.dumps({"reason": "say how digits count", "edits": [ADD_SENTENCE]})
     return LLMClient(LLMConfig(model=register_script(name, lambda m, t: answer)))
 
 
-def cycle(home, repo, runner, name: str, edit: dict = ADD_SENTENCE, **cfg) -> ImproveCycle:
-    rule = DecisionConfig(baseline_repeats=2, full_repeats=2, confirm_repeats=1, holdout_repeats=1)
-    cfg.setdefault("decision", rule)
+def cycle(home, repo, runner, name: str, **cfg) -> ImproveCycle:
+    quick = DecisionConfig(baseline_repeats=2, fresh_ratio=1, full_repeats=2, confirm_repeats=1)
+    cfg.setdefault("decision", quick)
     cfg.setdefault("survey_repeats", 1)
     cfg.setdefault("test_command", QUICK)
-    return ImproveCycle(Home(home), repo, runner, improver(name, edit), ImproveConfig(**cfg))
+    return ImproveCycle(Home(home), repo, runner, improver(name), ImproveConfig(**cfg))
 
 
 def test_a_token_cap_stops_the_cycle_between_builds_and_the_record_says_why(home, repo):
@@ -81,9 +81,12 @@ def test_a_cycle_whose_matrix_cannot_reach_its_alpha_is_refused_in_one_line(home
     from orchestrator.cli import main
 
     args = ["improve", "--repo", str(repo), "--matrix", str(SMALL), "--model", BUILDER]
-    assert main([*args, "--iterations", "1"]) == 1  # 2 train tasks: p >= 0.25 > 0.05
+    # 2 train tasks: p >= 1/8193 (sampled splits), above 70% of 0.05/300 (the confirmation's
+    # share of alpha) and 30% of it (the full stage's, with fewer builds)
+    assert main([*args, "--iterations", "300"]) == 1
     err = capsys.readouterr().err.strip()
-    assert "has 2 train task(s)" in err and "add train tasks" in err and len(err.splitlines()) == 1
+    assert "has 2 train task(s)" in err and len(err.splitlines()) == 1
+    assert "run --iterations 286 or fewer (more train tasks or repeats cannot help)" in err
     assert not list((Path(home) / "runs").glob("improve-*"))  # refused before anything ran
 
 
@@ -128,14 +131,14 @@ def test_builds_never_see_the_cycles_own_lessons_but_the_improver_does(home, rep
         )
     )
     runner = SandboxedMatrix(Home(home), SMALL, LLMConfig(model=BUILDER), jobs=2)
-    note = {
-        "file": "phases/build.md",
-        "search": "# Phase: build\n",
-        "replace": "# Phase: build\n<!-- n -->\n",
-    }
-    summary = cycle(home, repo, runner, "lessons", note, iterations=2, max_attempts=1).run()
-    # the note lifts nothing: iteration 1 is rejected (its lesson written), and iteration 2
-    # builds for the other task's weakness
+    # a threshold the patch cannot reach: iteration 1 is rejected (its lesson written) and
+    # iteration 2 builds for the other task's weakness (an accepted patch would leave none)
+    rule = DecisionConfig(
+        threshold=0.9, baseline_repeats=2, fresh_ratio=1, full_repeats=2, confirm_repeats=1
+    )
+    summary = cycle(
+        home, repo, runner, "lessons", iterations=2, max_attempts=1, decision=rule
+    ).run()
     assert [it.status for it in summary.iterations] == ["rejected", "rejected"]
     folder = Path(home) / "runs" / f"improve-{summary.id}"
     logs = sorted(folder.glob("**/*-trial/home/runs/*/llm.jsonl"))
