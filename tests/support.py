@@ -75,9 +75,3 @@ def write_files(root, files: dict[str, str]):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     return root
-
-
-ONE_NIGHT = ("--lifetime-alpha", "off")
-"""``improve``/``nightly`` on one night's bound alone: the test matrices have five train
-tasks, whose smallest p-value (1/32) a night's alpha reaches and the lifetime budget's
-shares (orchestrator/improve/lifetime.py) do not; tests about other things give this."""
