@@ -78,8 +78,6 @@ def write_files(root, files: dict[str, str]):
     return root
 
 
-ONE_NIGHT = ("--lifetime-alpha", "off")
-
 QUICK_RULE_FILE = Path(__file__).parent / "fixtures" / "quick_rule.toml"
 """The keep-or-drop rule of the cycles whose builder is scripted (``--decision-rule``)."""
 
@@ -91,8 +89,3 @@ def quick_rule():
     from orchestrator.improve.setup import read_rule
 
     return read_rule(QUICK_RULE_FILE)
-
-
-"""``improve``/``nightly`` on one night's bound alone: the test matrices have five train
-tasks, whose smallest p-value (1/32) a night's alpha reaches and the lifetime budget's
-shares (orchestrator/improve/lifetime.py) do not; tests about other things give this."""

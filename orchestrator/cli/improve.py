@@ -144,6 +144,8 @@ def show_improve(folder: Path, as_json: bool = False) -> None:
     for it in s.iterations:
         p = "-" if it.p is None else f"{it.p:.4f}"
         builds = " + ".join(str(n) for n in it.builds.values()) or "-"
+        if it.reused:  # the baseline's scores earlier builds served
+            builds += f" ({sum(it.reused.values())} reused)"
         table.add_row(
             str(it.iteration),
             it.status,

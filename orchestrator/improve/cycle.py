@@ -61,10 +61,10 @@ from orchestrator.bench.reuse import BaselinePool
 from orchestrator.errors import CadillacError
 from orchestrator.home import Home
 from orchestrator.hooks import Hooks
-from orchestrator.improve.estimate import Estimate, PerBuild, cannot_finish
+from orchestrator.improve.estimate import Estimate, cannot_finish
 from orchestrator.improve.git import Worktree, cycle_lock, files_at, git, repo_root, work_tree_clean
 from orchestrator.improve.lessons import SelfLessons, told
-from orchestrator.improve.lifetime import ErrorBudget, Lifetime
+from orchestrator.improve.lifetime import CycleBudget
 from orchestrator.improve.proposals import ProposalError, apply_edits, ask_improver
 from orchestrator.improve.records import ImproveConfig, ImproveSummary, IterationRecord
 from orchestrator.improve.rounds import Books, Reuse, Rounds
@@ -118,10 +118,8 @@ class ImproveCycle:
         self.tasks: dict[str, str] = {}
         self.weights: dict[str, float] = {}
         """The matrix's tasks (id -> split) and weights, as the survey measured them."""
-        self.budget: ErrorBudget | None = None
-        """The repository's lifetime error budget (None: the night's bound alone)."""
-        self.lifetime: Lifetime | None = None
-        """Its running figure, as this cycle leaves it."""
+        self.budget: CycleBudget | None = None
+        """Its part of the repository's lifetime error budget (None: the night's bound alone)."""
         self.estimate: Estimate | None = None
         """What the cycle expects to spend (:func:`orchestrator.improve.setup.make_cycle`
         gives it), said first, and again once the survey measured a build."""
@@ -148,7 +146,7 @@ class ImproveCycle:
             tip_commit=base,
             started=time.time(),
             alpha=cfg.alpha,
-            lifetime=self.lifetime,
+            lifetime=self.budget.figure if self.budget is not None else None,
         )
         self.summary = s
         self.folder = self.folder_override or self.home.runs_dir / f"improve-{s.id}"
@@ -182,8 +180,8 @@ class ImproveCycle:
         cfg = self.config
         for line in self.estimate.lines() if self.estimate is not None else []:
             self.say(line)
-        if self.lifetime is not None:
-            self.say(f"{self.lifetime.sentence()}; each iteration's alpha now {cfg.alpha:.4g}")
+        if self.budget is not None:
+            self.say(f"{self.budget.figure.sentence()}; each iteration's alpha now {cfg.alpha:.4g}")
         self.say(f"improve run {s.id}: survey of {s.base_commit[:10]}")
         self.pool.start_iteration(s.base_commit)
         with Worktree(self.repo, None, s.base_commit) as tree:
@@ -205,8 +203,7 @@ class ImproveCycle:
         _write(self.folder / "baseline.json", reference)
         self.built += survey.parts["baseline"]
         if self.estimate is not None:  # what a build costs, now measured
-            free = self.estimate.per_build.free
-            self.estimate.per_build = PerBuild.of(self.built, "the survey", free=free)
+            self.estimate.measure(self.built, "the survey")
             self.say(self.estimate.money())
             self.say(self.estimate.timing())
         self.tasks = {t.task_id: t.split for t in reference.tasks}
@@ -240,35 +237,18 @@ class ImproveCycle:
         s.stopped_because = f"{cfg.iterations} iteration(s) done"
 
     def _grant(self) -> None:
-        """The alpha the repository's lifetime budget grants each iteration of this cycle
-        (:mod:`orchestrator.improve.lifetime`); CadillacError when it leaves none."""
+        """Open this cycle's part of the repository's lifetime budget: each iteration's
+        alpha is what it grants, when smaller than the night's share."""
         cfg = self.config
-        if cfg.lifetime_alpha is None:
-            return
-        self.budget = ErrorBudget(self.home, self.repo, cfg.lifetime_alpha)
-        grant = self.budget.standing().grant(cfg.lifetime_alpha, cfg.iterations, cfg.night_share)
-        if grant <= 0:
-            raise CadillacError(
-                f"the lifetime error budget of {self.repo} ({cfg.lifetime_alpha:g}, in "
-                f"{self.budget.path}) is spent: no patch could be kept; give a larger "
-                "--lifetime-alpha (a weaker bound over the repository's life)"
-            )
-        self.config = cfg.model_copy(update={"granted_alpha": grant})
-        self.lifetime = self.budget.figure(grant)
+        if cfg.lifetime_alpha is not None:
+            self.budget = CycleBudget(self.home, self.repo, cfg.lifetime_alpha)
+            grant = self.budget.open(cfg.iterations, cfg.night_share)
+            self.config = cfg.model_copy(update={"granted_alpha": grant})
 
     def _book(self, kind: str, s: ImproveSummary, i: int) -> None:
-        """A measured iteration (its alpha, before its first round) or a kept patch, in the
-        ledger and in the summary's figure."""
-        if self.budget is None or self.lifetime is None:
-            return
-        alpha = self.config.alpha if kind == "test" else 0.0
-        self.budget.book(kind, s.id, i, alpha)
-        if kind == "test":
-            self.lifetime.tests += 1
-            self.lifetime.spent += alpha
-        else:
-            self.lifetime.kept += 1
-        s.lifetime = self.lifetime
+        """A measured iteration (its alpha, before its first round) or a kept patch."""
+        if self.budget is not None:
+            s.lifetime = self.budget.book(kind, s.id, i, self.config.alpha)
 
     def _tell(self, s: ImproveSummary, record: IterationRecord) -> None:
         """The plugins' ``improve_decision``: the record, with the run's id, repo and folder."""

@@ -2,11 +2,12 @@
 iteration can spend, which the spend cap is checked against before each iteration starts.
 
 :func:`iteration_builds` is the one bound of an iteration: every look of the decision
-rule run to the end (the baseline's screen builds and the candidate's screen, full and
-confirmation builds of the train tasks, each train task's baseline built afresh as a
-weakness's is, then the holdout's builds), nothing reused. Reuse only lowers what is
-built (:mod:`orchestrator.bench.reuse`): while no patch is kept, the baseline side builds
-little more than the weakness's own tasks.
+rule made (:func:`orchestrator.bench.decision.evaluate`: the baseline's screen builds
+and the candidate's screen, full and confirmation builds of the train tasks, each train
+task's baseline built afresh as a weakness's is, then the holdout's builds), nothing
+reused. Reuse only lowers what is built (:mod:`orchestrator.bench.reuse`): while no
+patch is kept, the baseline side builds little more than the weakness's own tasks. A
+test drives the real ``evaluate`` down its longest path and pins this count to it.
 
 What a build costs, in dollars, tokens and seconds, is measured: from the cycle's own
 builds once its survey ran, before that from earlier builds of the same model in the
@@ -27,61 +28,73 @@ from orchestrator.bench.decision import DecisionConfig
 from orchestrator.bench.results import NOT_BUILT, MatrixResults
 from orchestrator.home import Home
 from orchestrator.llm.backends import is_builtin
+from orchestrator.llm.prices import highest_prices
 from orchestrator.sandbox.files import read_regular
 
 RECORD_LIMIT = 8_000_000
 
 
-def _train_task_builds(rule: DecisionConfig) -> tuple[int, int]:
-    """(candidate, baseline) builds of one train task when every look runs and nothing is
-    reused: the baseline's screen at its full count (or, for a task of the weakness, built
-    afresh beside the candidate at every look, whichever is more), then the fresh builds
-    of the later looks."""
-    fresh = rule.fresh_ratio
+def _worst(rule: DecisionConfig) -> tuple[bool, int, int]:
+    """(whether a train task's most is as a weakness's, its candidate builds, its
+    baseline builds) when every look runs and nothing is reused: a task's baseline is
+    either the pool's (its screen's ``baseline_repeats``, built when the pool is empty) or,
+    for a task of the weakness, built afresh beside the candidate at every look
+    (``fresh_ratio`` per candidate build), whichever is more."""
     candidate = rule.full_repeats + rule.confirm_repeats  # the screen's, the full's rest, confirm
-    later = rule.full_repeats - rule.screen_repeats + rule.confirm_repeats
-    baseline = max(rule.baseline_repeats, fresh * rule.screen_repeats) + fresh * later
-    return candidate, baseline
+    fresh = rule.fresh_ratio * candidate
+    return fresh >= rule.baseline_repeats, candidate, max(fresh, rule.baseline_repeats)
 
 
-def iteration_builds(rule: DecisionConfig, tasks: Mapping[str, str]) -> dict[str, int]:
+def iteration_builds(
+    rule: DecisionConfig, tasks: Mapping[str, str], wall: bool = False
+) -> dict[str, int]:
     """Per task (id -> its split), the most builds one iteration makes of it, both sides:
-    every look run, the holdout built, nothing reused, every train task as if it were the
-    weakness's (its baseline built afresh at every look)."""
-    candidate, baseline = _train_task_builds(rule)
-    holdout = 2 * rule.holdout_repeats
-    return {t: candidate + baseline if split == "train" else holdout for t, split in tasks.items()}
+    every look run, the holdout built, nothing reused (:func:`_worst`). ``wall``: the
+    builds one after another, both sides building at once (each look's longer side)."""
+    if wall:
+        sr, later = rule.screen_repeats, rule.full_repeats - rule.screen_repeats
+        later += rule.confirm_repeats
+        fresh = max(sr, rule.fresh_ratio * sr) + max(1, rule.fresh_ratio) * later
+        train, holdout = max(fresh, max(sr, rule.baseline_repeats) + later), rule.holdout_repeats
+    else:
+        _, candidate, baseline = _worst(rule)
+        train, holdout = candidate + baseline, 2 * rule.holdout_repeats
+    return {t: train if split == "train" else holdout for t, split in tasks.items()}
 
 
 def iteration_bound(
-    rule: DecisionConfig, tasks: Mapping[str, str], per_build: Mapping[str, float]
+    rule: DecisionConfig,
+    tasks: Mapping[str, str],
+    per_build: Mapping[str, float],
+    wall: bool = False,
 ) -> float | None:
     """The most one iteration spends of what ``per_build`` measures per task (dollars,
-    tokens, seconds): each task's builds at its own figure, a task without one at the
-    largest; None when nothing is measured."""
+    tokens, seconds; ``wall``: see :func:`iteration_builds`): each task's builds at its
+    own figure, a task without one at the largest; None when nothing is measured."""
     if not per_build:
         return None
     top = max(per_build.values())
-    return sum(n * per_build.get(t, top) for t, n in iteration_builds(rule, tasks).items())
+    builds = iteration_builds(rule, tasks, wall)
+    return sum(n * per_build.get(t, top) for t, n in builds.items())
 
 
-def stage_builds(rule: DecisionConfig, train: int, holdout: int) -> dict[str, int]:
-    """The most builds of each look, both sides (as :func:`iteration_builds` counts them)."""
-    fresh = rule.fresh_ratio
-    return {
-        "screen": train
-        * (rule.screen_repeats + max(rule.baseline_repeats, fresh * rule.screen_repeats)),
-        "full": train * (rule.full_repeats - rule.screen_repeats) * (1 + fresh),
-        "confirm": train * rule.confirm_repeats * (1 + fresh),
-        "holdout": 2 * rule.holdout_repeats * holdout,
-    }
-
-
-def reusable(rule: DecisionConfig, train: int, holdout: int, weakness_tasks: int = 1) -> int:
-    """The baseline builds of an iteration that earlier builds of an unchanged tip can
-    serve at most: the screen's baseline of every train task but the weakness's (built
-    afresh), and the holdout's baseline."""
-    return rule.baseline_repeats * max(0, train - weakness_tasks) + rule.holdout_repeats * holdout
+def stage_builds(
+    rule: DecisionConfig, train: int, holdout: int, reused: bool = False, weakness_tasks: int = 1
+) -> dict[str, int]:
+    """The most builds of each look, both sides, adding up to :func:`iteration_builds`;
+    ``reused``: while no patch is kept, once the pool serves the baseline of every train
+    task but the weakness's (built afresh) and of the holdout."""
+    sr, fresh = rule.screen_repeats, rule.fresh_ratio
+    looks = {"screen": sr, "full": rule.full_repeats - sr, "confirm": rule.confirm_repeats}
+    if reused:
+        out = {look: n * (train + fresh * weakness_tasks) for look, n in looks.items()}
+        return out | {"holdout": rule.holdout_repeats * holdout}
+    if _worst(rule)[0]:  # every train task a weakness's: built afresh at every look
+        out = {look: n * train * (1 + fresh) for look, n in looks.items()}
+    else:  # every train task the pool's, which is empty
+        out = {look: n * train for look, n in looks.items()}
+        out["screen"] += rule.baseline_repeats * train
+    return out | {"holdout": 2 * rule.holdout_repeats * holdout}
 
 
 def cannot_finish(
@@ -147,6 +160,14 @@ class PerBuild:
         values = list(getattr(self, name).values())
         return sum(values) / len(values) if values else None
 
+    def priced(self, per_token: float) -> None:
+        """Costs for builds that recorded tokens but no cost, at ``per_token`` (the model's
+        highest known price per token: an upper bound)."""
+        if self.cost or not self.tokens:
+            return
+        self.cost = {task: n * per_token for task, n in self.tokens.items()}
+        self.source += ", its tokens at the model's known price"
+
 
 def earlier_builds(home: Home, model: str) -> list[MatrixResults]:
     """Results of earlier runs in the home built by ``model``: improve surveys (a night's
@@ -174,6 +195,8 @@ def earlier_builds(home: Home, model: str) -> list[MatrixResults]:
 class Estimate:
     """A cycle's expected spend, from its rule, its matrix and what builds cost."""
 
+    model: str
+    """The builder model (its price, or none)."""
     rule: DecisionConfig
     tasks: dict[str, str]
     """task id -> split"""
@@ -183,6 +206,14 @@ class Estimate:
     per_build: PerBuild
     max_cost: float | None = None
     max_tokens: int | None = None
+
+    def measure(self, results: Iterable[MatrixResults], source: str) -> None:
+        """What a build costs, from ``results`` (builds of this model)."""
+        self.per_build = PerBuild.of(results, source, free=is_builtin(self.model))
+        if not self.per_build.free:
+            prices = highest_prices([self.model])
+            if prices is not None:
+                self.per_build.priced(max(prices))
 
     @property
     def train(self) -> int:
@@ -225,16 +256,15 @@ class Estimate:
 
     def lines(self) -> list[str]:
         stages = stage_builds(self.rule, self.train, self.holdout)
-        most = sum(stages.values())
-        saved = reusable(self.rule, self.train, self.holdout)
+        served = stage_builds(self.rule, self.train, self.holdout, reused=True)
         by = ", ".join(f"{name} {n:,}" for name, n in stages.items())
         out = [
             f"estimate: {self.train} train and {self.holdout} holdout task(s); the survey "
-            f"builds {self.survey_builds():,}; an iteration at most {most:,} ({by}; a patch "
-            f"dropped by the screen {stages['screen']:,}, by the full stage "
-            f"{stages['screen'] + stages['full']:,}); while no patch is kept, earlier "
-            f"builds of the baseline serve up to {saved:,} of them; {self.iterations} "
-            "iteration(s) at most"
+            f"builds {self.survey_builds():,}; an iteration at most {sum(stages.values()):,} "
+            f"({by}) with nothing reused, at most {sum(served.values()):,} once the "
+            "baseline's earlier builds serve all but the weakness's task (while no patch is "
+            f"kept), a patch dropped by the screen then {served['screen']:,}, by the full stage "
+            f"{served['screen'] + served['full']:,}; {self.iterations} iteration(s) at most"
         ]
         out.append(self.money())
         out.append(self.timing())
@@ -256,7 +286,7 @@ class Estimate:
             tokens = self.bound("tokens")
             if tokens is not None and pb.source:
                 return (
-                    f"estimate: cost unknown (the model's builds record no price); tokens: "
+                    f"estimate: cost unknown (no known price for {self.model}); tokens: "
                     f"the survey about {self.survey('tokens'):,.0f}, an iteration at most "
                     f"{tokens:,.0f} ({pb.source})"
                 )
@@ -270,26 +300,33 @@ class Estimate:
 
     def timing(self) -> str:
         """The line of how long a build, the survey and an iteration take."""
-        seconds = self.bound("seconds")
-        if seconds is None:
+        each = self.wall()
+        if each is None:
             return "estimate: time unknown until the survey"
         survey = (self.survey("seconds") or 0.0) / self.jobs
-        each = seconds / 2 / self.jobs  # both sides at once, each with --jobs builds
         return (
             f"estimate: {self.per_build.mean('seconds'):.0f} s a build: the survey about "
             f"{_duration(survey)}, an iteration at most {_duration(each)} at --jobs "
             f"{self.jobs} (both sides at once)"
         )
 
+    def wall(self) -> float | None:
+        """The most seconds one iteration takes at ``jobs`` (None: not measured)."""
+        seconds = iteration_bound(self.rule, self.tasks, self.per_build.seconds, wall=True)
+        return None if seconds is None else seconds / self.jobs
+
     def as_json(self) -> dict:
         stages = stage_builds(self.rule, self.train, self.holdout)
+        served = stage_builds(self.rule, self.train, self.holdout, reused=True)
+        survey_seconds = self.survey("seconds")
         return {
             "train": self.train,
             "holdout": self.holdout,
             "survey_builds": self.survey_builds(),
             "iteration_builds": stages,
             "iteration_builds_most": sum(stages.values()),
-            "reusable_builds": reusable(self.rule, self.train, self.holdout),
+            "iteration_builds_reused": served,
+            "iteration_builds_most_reused": sum(served.values()),
             "iterations": self.iterations,
             "jobs": self.jobs,
             "cost_per_build": 0.0 if self.per_build.free else self.per_build.mean("cost"),
@@ -297,12 +334,8 @@ class Estimate:
             "iteration_cost_most": self.bound("cost"),
             "survey_tokens": self.survey("tokens"),
             "iteration_tokens_most": self.bound("tokens"),
-            "survey_seconds": None
-            if self.survey("seconds") is None
-            else self.survey("seconds") / self.jobs,
-            "iteration_seconds_most": None
-            if self.bound("seconds") is None
-            else self.bound("seconds") / 2 / self.jobs,
+            "survey_seconds": None if survey_seconds is None else survey_seconds / self.jobs,
+            "iteration_seconds_most": self.wall(),
             "measured": self.per_build.source or None,
             "iterations_the_cap_allows": self.fits(),
         }
@@ -328,7 +361,8 @@ def before_the_survey(
     max_tokens: int | None = None,
 ) -> Estimate:
     """The estimate from the home's earlier builds of ``model`` (read only)."""
-    free = is_builtin(model)
-    earlier = earlier_builds(home, model)
-    per_build = PerBuild.of(earlier, "earlier runs in this home", free=free)
-    return Estimate(rule, tasks, survey_repeats, iterations, jobs, per_build, max_cost, max_tokens)
+    estimate = Estimate(
+        model, rule, tasks, survey_repeats, iterations, jobs, PerBuild(), max_cost, max_tokens
+    )
+    estimate.measure(earlier_builds(home, model), "earlier runs in this home")
+    return estimate

@@ -184,12 +184,6 @@ class ErrorBudget:
             kept=sum(1 for e in mine if e.kind == "kept"),
         )
 
-    def figure(self, alpha: float | None = None) -> Lifetime:
-        now = self.standing()
-        return Lifetime(
-            budget=self.budget, spent=now.spent, tests=now.tests, kept=now.kept, alpha=alpha
-        )
-
     def book(self, kind: str, improve_id: str, iteration: int, alpha: float = 0.0) -> None:
         """Append one line (a measured iteration's alpha before its first round, or a kept
         patch), under the lock, after reading the ledger whole: a bad line stops it."""
@@ -205,6 +199,43 @@ class ErrorBudget:
         with self._held():
             self._entries()
             append_file(self.path, entry.model_dump_json() + "\n")
+
+
+class CycleBudget:
+    """One cycle's part of its repository's budget: the alpha granted each of its
+    iterations, what it booked, and the running figure its summary shows."""
+
+    def __init__(self, home: Home, repo: Path, budget: float):
+        self.ledger = ErrorBudget(home, repo, budget)
+        self.figure = Lifetime(budget=budget, spent=0.0, tests=0, kept=0)
+
+    def open(self, iterations: int, cap: float) -> float:
+        """The alpha each of ``iterations`` is granted (at most ``cap``); CadillacError when
+        the budget leaves none."""
+        now = self.ledger.standing()
+        grant = now.grant(self.ledger.budget, iterations, cap)
+        if grant <= 0:
+            raise CadillacError(
+                f"the lifetime error budget of {self.ledger.repo} ({self.ledger.budget:g}, in "
+                f"{self.ledger.path}) is spent: no patch could be kept; give a larger "
+                "--lifetime-alpha (a weaker bound over the repository's life)"
+            )
+        self.figure = Lifetime(
+            budget=self.ledger.budget, spent=now.spent, tests=now.tests, kept=now.kept, alpha=grant
+        )
+        return grant
+
+    def book(self, kind: str, improve_id: str, iteration: int, alpha: float) -> Lifetime:
+        """A measured iteration at ``alpha`` (``test``) or a kept patch (``kept``), in the
+        ledger and the figure; the figure."""
+        spent = alpha if kind == "test" else 0.0
+        self.ledger.book(kind, improve_id, iteration, spent)
+        if kind == "test":
+            self.figure.tests += 1
+            self.figure.spent += spent
+        else:
+            self.figure.kept += 1
+        return self.figure
 
 
 def lifetime_grant(home: Home, repo: Path, config) -> float | None:

@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from orchestrator.home import Home
-from tests.support import ONE_NIGHT
 
 pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
@@ -160,7 +159,7 @@ def test_sigterm_stops_an_improve_cycle_and_removes_its_worktrees(home, repo, tm
     mark = marker()
     matrix = marked_matrix(tmp_path, mark, LIFT)
     args = ["improve", "--repo", str(repo), "--matrix", str(matrix), "--model", SLEEPER]
-    proc = start(home, *args, "--improver-model", IMPROVER, "--iterations", "1", *ONE_NIGHT)
+    proc = start(home, *args, "--improver-model", IMPROVER, "--iterations", "1")
     err = stop_and_check(proc, mark, signal.SIGTERM)
     assert proc.returncode == 130 and "Traceback" not in err
     (summary,) = (home / "runs").glob("improve-*/summary.json")
@@ -174,7 +173,7 @@ def test_a_killed_nightly_takes_its_trials_and_their_builds_with_it(home, repo, 
     mark = marker()
     matrix = marked_matrix(tmp_path, mark, LIFT)
     args = ["nightly", "--repo", str(repo), "--matrix", str(matrix), "--model", SLEEPER]
-    proc = start(home, *args, "--improver-model", IMPROVER, "--iterations", "1", *ONE_NIGHT)
+    proc = start(home, *args, "--improver-model", IMPROVER, "--iterations", "1")
     stop_and_check(proc, mark, signal.SIGKILL)
     (night,) = (home / "runs").glob("nightly-*")
     assert json.loads((night / "nightly.json").read_text())["status"] == "running"

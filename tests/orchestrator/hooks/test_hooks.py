@@ -415,12 +415,7 @@ def test_improve_and_nightly_give_their_cycle_the_plugins(home):
     lift = SMALL.parent / "matrix_lift"
     model = LLMConfig(model="scripted:tests.fakes.policies:last_user_words")  # trials load it
     request = CycleRequest(
-        builder=model,
-        improver=model,
-        matrix=lift,
-        iterations=1,
-        unsafe_no_sandbox=True,
-        lifetime_alpha=None,  # five train tasks: one night's bound alone can be reached
+        builder=model, improver=model, matrix=lift, iterations=1, unsafe_no_sandbox=True
     )
     hooks = Hooks.none()
     assert make_cycle(Home(home), request, hooks=hooks).hooks is hooks

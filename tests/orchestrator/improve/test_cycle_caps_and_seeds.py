@@ -37,7 +37,6 @@ from tests.orchestrator.bench.test_matrix_signals import (
 )
 from tests.orchestrator.cli.test_stopping import IMPROVER, LIFT, SLEEPER, marked_matrix, marker
 from tests.orchestrator.conftest import git
-from tests.support import ONE_NIGHT
 
 pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
@@ -62,7 +61,6 @@ def test_a_dollar_cap_stops_the_cycle_with_a_priced_model(home, repo, monkeypatc
         args = ["improve", "--repo", str(repo), "--matrix", str(LIFT), "--jobs", "1"]
         args += ["--model", "openai/gpt-4o-mini", "--api-base", server.api_base]
         args += ["--improver-model", IMPROVER, "--iterations", "1", "--max-cost", "0.000001"]
-        args += ONE_NIGHT
         assert main(args) == 0
         asked = len(server.requests)
     err = capsys.readouterr().err
@@ -206,7 +204,7 @@ def test_ctrl_c_stops_an_improve_cycle_and_marks_its_trial_builds(home, repo, tm
     mark = marker()
     matrix = marked_matrix(tmp_path, mark, LIFT)
     args = ["improve", "--repo", str(repo), "--matrix", str(matrix), "--model", SLEEPER]
-    proc = start_group(home, *args, "--improver-model", IMPROVER, "--iterations", "1", *ONE_NIGHT)
+    proc = start_group(home, *args, "--improver-model", IMPROVER, "--iterations", "1")
 
     def trial_building():
         return list((home / "runs").glob("improve-*/*-trial/home/runs/*/task.json"))

@@ -13,7 +13,6 @@ import pytest
 from orchestrator.cli import main
 from orchestrator.llm.backends import register_script
 from tests.orchestrator.conftest import git
-from tests.support import ONE_NIGHT
 
 pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
@@ -27,7 +26,7 @@ POLICY = "from tests.fakes.improve_policies import sentence_builder as builder  
 
 def improve(repo: Path, matrix: Path, model: str, *extra: str) -> list[str]:
     args = ["improve", "--repo", str(repo), "--matrix", str(matrix), "--model", model]
-    return [*args, "--improver-model", NO_PROPOSAL, "--iterations", "1", *ONE_NIGHT, *extra]
+    return [*args, "--improver-model", NO_PROPOSAL, "--iterations", "1", *extra]
 
 
 def test_a_builder_module_from_outside_the_repository_is_carried_into_the_trials(
@@ -71,7 +70,8 @@ def test_an_improve_that_fails_at_its_survey_records_failed_and_its_end(home, re
     (repo / "orchestrator" / "__main__.py").write_text('raise SystemExit("cannot start")\n')
     git(repo, "commit", "-q", "-am", "a commit whose cadillac cannot start")
     assert main(improve(repo, LIFT, BUILDER)) == 1
-    (error,) = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    err = capsys.readouterr().err.splitlines()
+    (error,) = [line for line in err if line.startswith("cadillac: error:")]
     assert error.startswith("cadillac: error: the survey-baseline matrix run left no results")
     assert "cannot start" in error
     (folder,) = (Path(home) / "runs").glob("improve-*")

@@ -9,25 +9,27 @@ import json
 from memory import MemoryStore
 from orchestrator.improve.lessons import VETOED
 from orchestrator.llm.client import logged_requests
-from tests.orchestrator.improve.test_cycle_rounds import MARK, ByCode, improver, run_cycle
+from tests.orchestrator.improve.test_cycle_rounds import MARK, RULE, ByCode, improver, run_cycle
 
 HOLDOUT = ("ho-north", "ho-south", "ho-east", "ho-west")
-"""Four held-out tasks: enough for the veto's test to reach its 0.1 (2^-4)."""
+"""Four held-out tasks, two builds a side: the veto's test can reach its 0.02 (6^-4)."""
 
 
 def test_a_holdout_veto_reaches_the_next_prompt_without_its_figures(home, repo):
     runner = ByCode(holdout=HOLDOUT, dropped=0.0)  # the patch lifts train, sinks the holdout
     propose, asked = improver(MARK)
-    summary, folder = run_cycle(home, repo, runner, propose, iterations=2)
+    rule = RULE.model_copy(update={"holdout_repeats": 2})  # enough for the veto's 0.02
+    summary, folder = run_cycle(home, repo, runner, propose, iterations=2, decision=rule)
     vetoed, _ = summary.iterations
     assert vetoed.status == "rejected" and vetoed.train_delta > 0.4
-    assert "the holdout fell by 0.500" in vetoed.reason  # the judge's own record says it all
+    p = vetoed.stages[-1].holdout.p
+    assert f"the holdout fell by 0.500, credibly more than 0.010 (p = {p:.3f})" in vetoed.reason
     (_, messages), *_ = logged_requests(folder / "improver.llm.jsonl")[1:]
     prompt = messages[-1]["content"]  # the request the improver's model really got
     assert prompt == asked[1]
     rejected = prompt.split("Attempts already rejected for this weakness")[1].split("\n\n")[0]
     assert "note 0" in rejected and VETOED in rejected and "delta +0.450" in rejected
-    for secret in ("fell by", "0.500", "p = 0.06", *HOLDOUT):
+    for secret in ("fell by", "0.500", f"{p:.3f}", *HOLDOUT):
         assert secret not in prompt, secret
     (dont,) = [x for x in MemoryStore(home / "self_memory.jsonl").all() if x.polarity == "dont"]
     assert VETOED in dont.fix and "fell by" not in dont.fix and "0.500" not in dont.fix

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import main
-from tests.support import ONE_NIGHT
 
 ROOT = Path(__file__).resolve().parents[3]
 LIFT = ROOT / "tests" / "fixtures" / "matrix_lift"
@@ -26,7 +25,7 @@ def test_a_nightly_carries_a_builder_module_from_outside_the_repository(
     (mine / "night_policy.py").write_text(POLICY)
     monkeypatch.syspath_prepend(str(mine))
     args = ["nightly", "--matrix", str(LIFT), "--model", "scripted:night_policy:builder"]
-    args += ["--improver-model", NO_PROPOSAL, "--repo", str(repo), "--iterations", "1", *ONE_NIGHT]
+    args += ["--improver-model", NO_PROPOSAL, "--repo", str(repo), "--iterations", "1"]
     args += ["--survey-repeats", "1"]  # what is checked is who built, not how often
     assert main([*args, "--jobs", "2", "--time-budget", "20m"]) == 0, capsys.readouterr().err
     (night,) = (Path(home) / "runs").glob("nightly-*")

@@ -23,7 +23,6 @@ from tests.orchestrator.bench.test_matrix_signals import (
 from tests.orchestrator.cli.test_stopping import IMPROVER, LIFT, SLEEPER, marked_matrix, marker
 from tests.orchestrator.conftest import git
 from tests.orchestrator.nightly.test_nightly import nightly_args
-from tests.support import ONE_NIGHT
 
 pytestmark = pytest.mark.e2e  # left out of `make test-fast`
 
@@ -41,7 +40,7 @@ def test_a_stopped_nightly_ends_in_seconds_says_interrupted_and_leaves_nothing(
     mark = marker()
     matrix = marked_matrix(tmp_path, mark, LIFT)
     args = ["nightly", "--repo", str(repo), "--matrix", str(matrix), "--model", SLEEPER]
-    proc = start_group(home, *args, "--improver-model", IMPROVER, "--iterations", "1", *ONE_NIGHT)
+    proc = start_group(home, *args, "--improver-model", IMPROVER, "--iterations", "1")
 
     def trial_building():  # a build of the survey's trial has begun and has a record
         return list((home / "runs").glob("nightly-*/improve/*-trial/home/runs/*/task.json"))
