@@ -1,7 +1,7 @@
 """The engines of one machine: a thread of the coordinator, or a process per build.
 
 A worker process is forked from a fork server that imported cadillac and litellm once
-(:mod:`.preload`; a fresh interpreter per build would spend seconds importing before its
+(:data:`PRELOAD`; a fresh interpreter per build would spend seconds importing before its
 first model call), and takes the coordinator's environment with its job, so it sees the
 same home, scope and keys the coordinator was started with. Its result comes back through
 a pipe; a thread per worker waits for it and for the process's end, so a worker that dies
@@ -24,7 +24,13 @@ from collections.abc import Callable
 from orchestrator.bench.engines.worker import BuildJob, failed, process_main, run_job
 
 _lock = threading.Lock()
-PRELOAD = ["orchestrator.bench.engines.preload"]
+PRELOAD = [
+    "orchestrator.bench.engines.worker",
+    "orchestrator.bench.matrix",
+    "orchestrator.llm.preload",
+]
+"""What the fork server imports once, before it forks any build (litellm among them: see
+:mod:`orchestrator.llm.preload`)."""
 
 
 def _fork_server():

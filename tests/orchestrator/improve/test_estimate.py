@@ -117,17 +117,18 @@ def test_a_decision_rule_file_and_survey_repeats_set_what_a_cycle_builds(home, t
     ``--repeats`` over it, and ``--survey-repeats``: the estimate counts their builds."""
     args = ["improve", "--estimate", "--matrix", str(LIFT), "--model", PRICED]
     rule = tmp_path / "rule.toml"
-    # per train task: the screen 2 of the baseline (or 1 afresh) and 1 candidate build; the
-    # full stage 1 more and 1 afresh; the confirmation 1 and 1 afresh; the holdout 3 a side
+    # per train task: the candidate's 1, 1 more and 1 (3), and the baseline's 2 from the pool
+    # or, the weakness's, 1 afresh per candidate build (3), whichever is more: 6; the
+    # holdout 3 a side
     rule.write_text(
         "baseline_repeats = 2\nfresh_ratio = 1\nfull_repeats = 2\nconfirm_repeats = 1\n"
     )
     code, out, err = run(capsys, *args, "--decision-rule", str(rule), "--survey-repeats", "1")
     assert code == 0 and err == "", err
-    assert "the survey builds 6; an iteration at most 41 (screen 15, full 10, confirm 10," in out
-    # --repeats 3 over it: the full stage to 3 (2 more, 2 afresh), the confirmation 3 and 3
+    assert "the survey builds 6; an iteration at most 36 (screen 10, full 10, confirm 10," in out
+    # --repeats 3 over it: the candidate's 1, 2 more and 3 (6), the weakness's 6 afresh: 12
     code, out, _ = run(capsys, *args, "--decision-rule", str(rule), "--repeats", "3")
-    assert "the survey builds 12; an iteration at most 71 (screen 15, full 20, confirm 30," in out
+    assert "the survey builds 12; an iteration at most 66 (screen 10, full 20, confirm 30," in out
 
     for text, said in [
         ("baseline_repeats = 0\n", "baseline_repeats: Input should be greater than or equal to 1"),
