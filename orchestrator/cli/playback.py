@@ -23,6 +23,7 @@ import sys
 from orchestrator.cli import output
 from orchestrator.loop.runs import PhaseSummary, Run, RunSummary, RunUnreadable
 from orchestrator.loop.trajectory import (
+    ROUND_EVENTS,
     ReflectionRecord,
     RoundRecord,
     ToolStep,
@@ -285,13 +286,19 @@ def _all(printer: Printer, run: Run, summary, status: str, found: Trajectory) ->
 
 
 def _predates(printer: Printer, run: Run, summary, status: str) -> None:
-    """A run without trajectory.jsonl: one line says so, then its tool calls by name."""
+    """A run without trajectory.jsonl: one line says so, then its tool calls by name. A run
+    whose events hold no round either has had none yet (or ran none): it says that."""
+    events = run.events()
+    if not any(e.kind in ROUND_EVENTS for e in events):
+        said = "no round has ended yet" if status == "running" else "no round ran"
+        printer.say((f"run {run.id}: {said}", "yellow"))
+        return
     printer.say(
         (f"run {run.id} has no trajectory.jsonl: it predates round records", "yellow"),
         "; its events (tool calls by name) follow",
     )
     rounds: dict[tuple[str, int | None], list[str]] = {}
-    for e in run.events():
+    for e in events:
         if e.kind == "tool" and e.phase:
             name = str(e.data.get("tool", "?"))
             rounds.setdefault((e.phase, e.round), []).append(

@@ -31,6 +31,9 @@ from orchestrator.sandbox.files import append_file
 
 FILE = "trajectory.jsonl"
 SCHEMA = 1
+ROUND_EVENTS = ("tool", "no_tool_call", "check")
+"""The events a round leaves in events.jsonl: a run with one of these and no trajectory.jsonl
+was made before round records; one with none has had no round (yet)."""
 
 
 class ToolStep(BaseModel):

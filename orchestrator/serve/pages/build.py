@@ -23,7 +23,12 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from orchestrator.loop.runs import Event, Run, RunSummary, TaskRecord, check_run_id
-from orchestrator.loop.trajectory import ReflectionRecord, RoundRecord, read_trajectory
+from orchestrator.loop.trajectory import (
+    ROUND_EVENTS,
+    ReflectionRecord,
+    RoundRecord,
+    read_trajectory,
+)
 from orchestrator.sandbox.files import read_regular, what_is
 from orchestrator.serve.render import page
 from phases import PHASES
@@ -65,6 +70,8 @@ class BuildView(BaseModel):
     phases: list[PhaseView]
     recorded: bool
     """Whether the run has round records (trajectory.jsonl)."""
+    had_rounds: bool = False
+    """Whether its events say rounds ran (without round records: a run made before them)."""
     offset: int = 0
     """Bytes of trajectory.jsonl the page holds: where its stream goes on."""
     rounds_shown: int = 0
@@ -143,6 +150,7 @@ def build_view(home, run_id: str) -> BuildView:
         live=live,
         phases=list(phases.values()),
         recorded=trajectory.recorded,
+        had_rounds=any(e.kind in ROUND_EVENTS for e in events),
         offset=trajectory.offset,
         rounds_shown=len(trajectory.rounds),
         events=len(events),

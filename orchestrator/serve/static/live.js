@@ -33,6 +33,8 @@
     const section = list.closest("section.phase");
     if (section) section.hidden = false;
     list.insertAdjacentHTML("beforeend", d.html);
+    const none = document.getElementById("no-rounds");
+    if (none) none.remove();
   });
   source.addEventListener("reflection", (e) => {
     const d = data(e);

@@ -252,3 +252,29 @@ def test_the_memory_is_read_before_the_first_visit_and_nothing_is_written(corpus
     shown, total = reader.lessons("newest", None, None, [])
     assert total == len(shown) == 403  # the corpus, parsed once
     assert snapshot(corpus_home) == before
+
+
+def test_a_run_without_rounds_says_so_and_not_that_it_is_old(built_home, capsys):
+    """No trajectory.jsonl and no round in the events: no round ran (or, running, none has
+    ended yet): neither the page nor the terminal calls it a run made before round records."""
+    import shutil
+
+    from tests.support import run as cli
+
+    build, _ = first_two(built_home)
+    source, target = built_home / "runs" / build, built_home / "runs" / "20200101-000000-abcdef"
+    target.mkdir()
+    try:
+        for name in ("task.json", "summary.json"):
+            shutil.copy(source / name, target / name)
+        (target / "events.jsonl").write_text(
+            (source / "events.jsonl").read_text().splitlines()[0] + "\n"  # build_start alone
+        )
+        html = bearer(built_home).get(f"/runs/{target.name}").text
+        assert "No round ran." in html and "predates" not in html
+        code, out, _ = cli(
+            capsys, "runs", "show", target.name, "--trajectory", "--home", str(built_home)
+        )
+        assert code == 0 and "no round ran" in out and "predates" not in out
+    finally:
+        shutil.rmtree(target)

@@ -116,6 +116,8 @@ def test_a_build_started_now_appears_and_its_page_follows_it_live(chromium, serv
         rounds = page.locator("li.round")
         first = rounds.count()
         until(lambda: rounds.count() > first, 60)  # (the page's CSP forbids Playwright's eval)
+        assert "predates" not in page.inner_text("main")  # a running build is not an old one
+        assert page.locator("#no-rounds").count() == 0
         b.shot("build-live")
         ended = "document.querySelector('main').dataset.ended"
         until(lambda: page.evaluate(ended), 120)
