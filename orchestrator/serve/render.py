@@ -116,3 +116,16 @@ def page(request: Request, template: str, status_code: int = 200, **context) -> 
     home = request.app.state.home
     html = render(template, home=str(home.root), path=request.url.path, **context)
     return HTMLResponse(html, status_code=status_code)
+
+
+def paged(request: Request, items: list) -> tuple[list, int, int, int]:
+    """(the page's items, its number, the number of pages, where it starts)."""
+    size = request.app.state.config.page_size
+    try:
+        number = max(1, int(request.query_params.get("page", "1")))
+    except ValueError:
+        number = 1
+    pages = max(1, -(-len(items) // size))
+    number = min(number, pages)
+    start = (number - 1) * size
+    return items[start : start + size], number, pages, start

@@ -21,7 +21,7 @@ from memory.skills import NAME as SKILL_NAME
 from memory.skills import SkillBook
 from memory.tags import normalize_tags
 from orchestrator.serve.memory_reader import RECALL_MAX, SORTS, TAG_SETS_SHOWN, reader, stamp
-from orchestrator.serve.render import page
+from orchestrator.serve.render import page, paged
 
 
 def age(stamp: float | None, now: float) -> str:
@@ -33,19 +33,6 @@ def age(stamp: float | None, now: float) -> str:
         if seconds >= size:
             return f"{int(seconds // size)} {unit}"
     return f"{int(seconds)} s"
-
-
-def paged(request: Request, items: list) -> tuple[list, int, int, int]:
-    """(the page's items, its number, the number of pages, where it starts)."""
-    size = request.app.state.config.page_size
-    try:
-        number = max(1, int(request.query_params.get("page", "1")))
-    except ValueError:
-        number = 1
-    pages = max(1, -(-len(items) // size))
-    number = min(number, pages)
-    start = (number - 1) * size
-    return items[start : start + size], number, pages, start
 
 
 # ---------------------------------------------------------------- lessons

@@ -11,7 +11,7 @@ from starlette.routing import Route
 
 from orchestrator.loop.runs import check_run_id, other_kind
 from orchestrator.serve.listing import KINDS, STATUSES, all_runs
-from orchestrator.serve.render import page
+from orchestrator.serve.render import page, paged
 
 
 def rows(request: Request) -> list[dict]:
@@ -36,15 +36,8 @@ def rows(request: Request) -> list[dict]:
 
 
 def runs_page(request: Request):
-    config = request.app.state.config
     found = rows(request)
-    try:
-        number = max(1, int(request.query_params.get("page", "1")))
-    except ValueError:
-        number = 1
-    size = config.page_size
-    pages = max(1, -(-len(found) // size))
-    number = min(number, pages)
+    shown, number, pages, _ = paged(request, found)
     q = request.query_params
     kept = {k: v for k, v in q.items() if k in ("kind", "status", "q") and v}
     template = "_runs_rows.html" if q.get("part") == "rows" else "runs.html"
@@ -52,7 +45,7 @@ def runs_page(request: Request):
         request,
         template,
         title="Runs",
-        rows=found[(number - 1) * size : number * size],
+        rows=shown,
         total=len(found),
         number=number,
         pages=pages,
