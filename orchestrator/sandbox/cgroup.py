@@ -23,7 +23,8 @@ What this module decides, and why:
 * **After.** When the command ends, everything left in the cgroup is killed and the cgroup
   is removed. :func:`oom_kills` tells whether the kernel killed something for memory, so
   the run can say "memory limit reached". Children left behind by a cadillac that was
-  killed are removed the next time :func:`available` runs.
+  killed, and anything still running in them, are removed the next time
+  :func:`available` runs.
 """
 
 from __future__ import annotations
@@ -149,21 +150,21 @@ def _make(parent: Path, version: int, limit_bytes: int) -> Cgroup:
     return group
 
 
-def _sweep(parent: Path) -> None:
-    """Remove the children that cadillac processes which no longer live left behind."""
+def _sweep(parent: Path, version: int) -> None:
+    """Remove the children that cadillac processes which no longer live left behind, and
+    kill what still runs in them (a command the kernel's parent-death signal missed)."""
     with contextlib.suppress(OSError):
         for child in parent.glob(f"{PREFIX}*"):
             pid = child.name.removeprefix(PREFIX).split("-")[0]
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-                with contextlib.suppress(OSError):
-                    child.rmdir()
+                Cgroup(child, version).remove(wait_s=0.5)
 
 
 @functools.cache
 def _parent() -> tuple[Path, int] | None:
     for parent, version in _parents():
         try:
-            _sweep(parent)
+            _sweep(parent, version)
             group = _make(parent, version, 64 * 1024**2)
         except OSError:
             continue

@@ -12,7 +12,7 @@ What this module decides, and why:
   only when the caller asks, for cadillac's own dependency installs), a new session,
   an unprivileged user with every capability dropped (:mod:`orchestrator.sandbox.identity`:
   as root, a real unprivileged host user, never a namespace's root), and the sandbox dies
-  with its parent. Inside another
+  with cadillac, however cadillac dies (:func:`_lifeline`). Inside another
   bubblewrap sandbox (an improve trial), where a fresh ``/proc`` cannot be mounted, the
   outer sandbox's ``/proc`` is bound read-only instead: :func:`probe` finds which works.
 * **Limits** per command (:class:`ExecConfig`): memory (4 GiB), file size, CPU
@@ -290,9 +290,17 @@ class Bubblewrap:
                 tmp_size=self.config.tmp_size_bytes,
             )
             argv += ["--chdir", str(cwd), "--", *identity.command_prefix(root, uid, gid)]
-            argv += _limited(command, self.config)
+            limited = _limited(command, self.config)
             timeout = _timeout(timeout_s, self.config)
-            return _supervise(argv, command, cwd, run_env, timeout, self, stop)
+            return _supervise(
+                lambda fd: [*argv, *_watched(fd, "namespace", limited)],
+                command,
+                cwd,
+                run_env,
+                timeout,
+                self,
+                stop,
+            )
 
 
 @contextlib.contextmanager
@@ -353,9 +361,17 @@ class Unsandboxed:
             home = Path(scratch, "home")
             home.mkdir()
             run_env = _environment(path_prefix, env, package_config, str(home), scratch)
-            argv = [*_PDEATHSIG, *_limited(command, self.config)]
+            limited = _limited(command, self.config)
             timeout = _timeout(timeout_s, self.config)
-            return _supervise(argv, command, cwd, run_env, timeout, self, stop)
+            return _supervise(
+                lambda fd: _watched(fd, "group", limited),
+                command,
+                cwd,
+                run_env,
+                timeout,
+                self,
+                stop,
+            )
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -403,9 +419,40 @@ def run_command(
 
 
 # ---------------------------------------------------------------------------- shared parts
-_SETPRIV = shutil.which("setpriv")
-_PDEATHSIG = [_SETPRIV, "--pdeathsig", "KILL", "--"] if _SETPRIV else []
-"""Unsandboxed commands die with cadillac too (bubblewrap does it with --die-with-parent)."""
+_WATCH = (
+    'fd=$1; if [ "$2" = group ]; then them="-$$"; else them=-1; fi; shift 2; '
+    'eval "(read -r _ <&$fd; kill -KILL -- $them) >/dev/null 2>&1 &"; '
+    'eval "exec $fd<&-"; exec "$@"'
+)
+"""Run by bash (dash's ``kill`` takes no ``--`` and no negative pid) with ``$1`` the
+lifeline's fd and ``$2`` whose processes to kill."""
+
+
+def _watched(fd: int, them: str, argv: list[str]) -> list[str]:
+    """``argv`` with a watcher beside it that kills ``them`` (``namespace``: every process
+    of the sandbox's PID namespace; ``group``: the command's process group) when the
+    lifeline ``fd`` reads end of file. The command itself never sees the fd."""
+    return [BASH, "-c", _WATCH, "cadillac-watch", str(fd), them, *argv]
+
+
+@contextlib.contextmanager
+def _lifeline():
+    """A pipe whose write end only this process holds (it is never inherited), for a
+    command's watcher to read: end of file comes when this process closes it after the
+    command, or when it dies however it dies, SIGKILL included.
+
+    Why not the kernel's parent-death signal alone: bubblewrap sets it (for
+    ``--die-with-parent``) only once its sandbox is half made, and relative to its own
+    first process. A cadillac killed in the milliseconds before that left the command
+    running on, with no parent, no time limit and nobody to stop it. The watcher starts
+    after the sandbox is made, so it cannot miss the end of file: if cadillac is already
+    gone it reads it at once."""
+    read_end, write_end = os.pipe()
+    try:
+        yield read_end
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 def _timeout(timeout_s: float | None, config: ExecConfig) -> float:
@@ -547,13 +594,16 @@ class _HeldSignals:
                 os.kill(os.getpid(), sig)
 
 
-def _supervise(argv, command, cwd, run_env, timeout, runner, stop=None) -> CommandResult:
-    """Run argv in its own process group, reading its output under the cap, killing on timeout."""
+def _supervise(argv_for, command, cwd, run_env, timeout, runner, stop=None) -> CommandResult:
+    """Run ``argv_for(lifeline fd)`` in its own process group, reading its output under the
+    cap, killing on timeout; its watcher kills what is left if this process dies."""
     config: ExecConfig = runner.config
     out = _Capped(config.output_cap_bytes)
     start = time.monotonic()
     proc = None
-    with cgroup.memory_cgroup(config.cgroup_room(), enabled=config.memory_cgroup) as group:
+    room = config.cgroup_room()
+    with _lifeline() as fd, cgroup.memory_cgroup(room, enabled=config.memory_cgroup) as group:
+        argv = argv_for(fd)
         try:
             with _HeldSignals() as held:
                 proc = subprocess.Popen(
@@ -564,6 +614,7 @@ def _supervise(argv, command, cwd, run_env, timeout, runner, stop=None) -> Comma
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
+                    pass_fds=(fd,),
                 )
             held.replay()
             return _watch(proc, command, cwd, timeout, runner, stop, out, start, group)

@@ -8,6 +8,7 @@ mapped shared, and many processes that are each under the limit.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,30 @@ def test_each_command_leaves_no_cgroup_and_nothing_running(ws: Path):
     result = run_command("sleep 300 & echo started", ws, ExecConfig(), timeout_s=30)
     assert result.ok and result.output == "started\n"
     assert _leftover_cgroups() == before
+
+
+@needs_cgroup
+def test_a_dead_cadillacs_cgroup_is_swept_with_what_still_runs_in_it():
+    """A command the parent-death signal missed (its cadillac killed the moment it forked)
+    is killed, and its cgroup removed, the next time a cadillac looks for cgroups."""
+    import subprocess
+
+    parent, version = cgroup._parent()
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid no process has now
+    group = cgroup.Cgroup(parent / f"{cgroup.PREFIX}{gone.pid}-0", version)
+    group.path.mkdir()
+    left = subprocess.Popen(group.join_argv(["sleep", "300"]))
+    try:
+        deadline = time.monotonic() + 5
+        while left.pid not in group.pids() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert left.pid in group.pids()
+        cgroup._sweep(parent, version)
+        assert left.wait(timeout=5) == -9 and not group.path.exists()
+    finally:
+        left.kill()
+        group.remove(wait_s=1)
 
 
 def test_a_command_that_cannot_join_its_cgroup_does_not_run(tmp_path: Path):
