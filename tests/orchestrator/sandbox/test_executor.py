@@ -214,6 +214,25 @@ def test_a_cadillac_killed_as_a_command_starts_takes_the_command_with_it(ws: Pat
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_commands_watcher_kills_in_its_own_sandbox_only(ws: Path, sandbox: str):
+    """Parallel builds run their commands as the same user: one command's end (its watcher
+    then kills what is left of it) must not touch another command running beside it."""
+    import threading
+
+    config = ExecConfig(sandbox=sandbox)
+    beside: list[CommandResult] = []
+    other = threading.Thread(
+        target=lambda: beside.append(run_command("sleep 2; echo survived", ws, config))
+    )
+    other.start()
+    time.sleep(0.5)
+    for _ in range(3):
+        assert run_command("sleep 30 & echo short", ws, config).output == "short\n"
+    other.join(timeout=30)
+    assert beside[0].ok and beside[0].output == "survived\n"
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_huge_output_is_capped_keeping_head_and_tail(ws: Path, sandbox: str):
     config = ExecConfig(sandbox=sandbox)
     command = "printf START; head -c 10000000 /dev/zero | tr '\\0' x; printf END"
