@@ -390,7 +390,7 @@ def test_a_hostile_command_reads_nothing_outside_its_workspace(secrets_outside, 
         "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done 2>/dev/null",
         "env",
         "ls /run /var/run /sys 2>&1",
-        f"grep -rs {CANARY} /etc /tmp /root /home /var /srv /mnt /run /dev | head -3",
+        f"grep -rsI {CANARY} /etc /tmp /root /home /var /srv /mnt /run /dev | head -3",  # text: -I
     ]
     for command in attempts:
         result = run_command(command, ws, ExecConfig(), timeout_s=60)
