@@ -421,11 +421,13 @@ def run_command(
 # ---------------------------------------------------------------------------- shared parts
 _WATCH = (
     'fd=$1; if [ "$2" = group ]; then them="-$$"; else them=-1; fi; shift 2; '
-    'eval "(read -r _ <&$fd; kill -KILL -- $them) >/dev/null 2>&1 &"; '
+    'eval "(read -r _ <&$fd; kill -KILL -- $them) <&- >&- 2>&- &"; '
     'eval "exec $fd<&-"; exec "$@"'
 )
 """Run by bash (dash's ``kill`` takes no ``--`` and no negative pid) with ``$1`` the
-lifeline's fd and ``$2`` whose processes to kill."""
+lifeline's fd and ``$2`` whose processes to kill. The watcher holds no standard stream
+open: the command runs as the same user and could open another process's through
+``/proc/PID/fd``, and the story driver's tests check that it finds none to write to."""
 
 
 def _watched(fd: int, them: str, argv: list[str]) -> list[str]:

@@ -213,6 +213,50 @@ def test_a_cadillac_killed_as_a_command_starts_takes_the_command_with_it(ws: Pat
             os.kill(pid, signal.SIGKILL)
 
 
+KILLED_LATER = """
+import os, signal, sys, threading, time
+from pathlib import Path
+from orchestrator.sandbox.executor import ExecConfig, run_command
+config = ExecConfig(sandbox=sys.argv[1])
+go = lambda: run_command(sys.argv[2], Path(sys.argv[3]), config, timeout_s=60)
+threading.Thread(target=go, daemon=True).start()
+while not any(sys.argv[4].encode() in p.joinpath("cmdline").read_bytes()
+              for p in Path("/proc").glob("[0-9]*") if p.joinpath("cmdline").exists()):
+    time.sleep(0.05)
+time.sleep(0.3)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_command_that_kills_its_watcher_still_dies_with_cadillac(ws: Path, sandbox: str):
+    """The watcher runs as the command's user, so a hostile command can kill it (or hold
+    its pipe open through /proc): that only takes away what covers the milliseconds before
+    the command starts. Once it runs, the sandbox's own parent-death chain (bubblewrap's
+    --die-with-parent; unsandboxed, the process group's kill) still takes it along."""
+    marker = f"{45 + os.getpid() % 1000 / 1000:.3f}"
+    kill_watcher = (
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | "
+        "grep -q cadillac-watch && kill -9 ${p#/proc/}; done; "
+    )
+    command = f"{kill_watcher}sleep {marker}" if sandbox == "bwrap" else f"sleep {marker}"
+    left = []
+    try:
+        child = subprocess.run(
+            [sys.executable, "-c", KILLED_LATER, sandbox, command, str(ws), f"sleep {marker}"],
+            cwd=Path(__file__).resolve().parents[3],
+            capture_output=True,
+            timeout=60,
+        )
+        assert child.returncode == -signal.SIGKILL, child.stderr
+        _wait_until(lambda: not _running_with(f"sleep {marker}"), 5)
+        left = _running_with(f"sleep {marker}")
+        assert not left, "the command outlived the cadillac that started it"
+    finally:
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_a_commands_watcher_kills_in_its_own_sandbox_only(ws: Path, sandbox: str):
     """Parallel builds run their commands as the same user: one command's end (its watcher
