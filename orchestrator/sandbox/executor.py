@@ -275,6 +275,8 @@ class Bubblewrap:
         if root:  # the command is an unprivileged host user: it must be able to write these
             identity.hand_over([cwd, *(Path(w).resolve() for w in writable)], uid, gid)
         argv = [shutil.which(self.config.bwrap) or self.config.bwrap, *identity.bwrap_args(root)]
+        if not {"--unshare-pid", "--unshare-all"} & set(argv):  # the watcher kills -1 in it
+            raise SandboxUnavailable("the sandbox would share the host's PID namespace")
         if network:
             argv.append("--share-net")
         argv += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]

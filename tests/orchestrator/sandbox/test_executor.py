@@ -213,6 +213,28 @@ def test_a_cadillac_killed_as_a_command_starts_takes_the_command_with_it(ws: Pat
             os.kill(pid, signal.SIGKILL)
 
 
+def test_a_sandbox_without_its_own_pid_namespace_is_refused(ws: Path, monkeypatch):
+    """A command's watcher kills every process it can see when cadillac dies (``kill -1``):
+    only ever inside the sandbox's own PID namespace. Without one it would reach every
+    process of the sandbox's user on the host, so such a sandbox is refused, before
+    anything runs."""
+    from orchestrator.sandbox import identity
+
+    real = identity.bwrap_args
+    monkeypatch.setattr(
+        identity,
+        "bwrap_args",
+        lambda root: (
+            [a for a in real(root) if a != "--unshare-pid"]
+            if root
+            else ["--unshare-net", "--uid", "65534", "--gid", "65534"]
+        ),
+    )
+    with pytest.raises(SandboxUnavailable, match="PID namespace"):
+        run_command(f"touch {ws}/ran", ws, ExecConfig())
+    assert not (ws / "ran").exists()
+
+
 KILLED_LATER = """
 import os, signal, sys, threading, time
 from pathlib import Path
