@@ -292,17 +292,8 @@ class Bubblewrap:
                 tmp_size=self.config.tmp_size_bytes,
             )
             argv += ["--chdir", str(cwd), "--", *identity.command_prefix(root, uid, gid)]
-            limited = _limited(command, self.config)
             timeout = _timeout(timeout_s, self.config)
-            return _supervise(
-                lambda fd: [*argv, *_watched(fd, "namespace", limited)],
-                command,
-                cwd,
-                run_env,
-                timeout,
-                self,
-                stop,
-            )
+            return _supervise(argv, "namespace", command, cwd, run_env, timeout, self, stop)
 
 
 @contextlib.contextmanager
@@ -363,17 +354,8 @@ class Unsandboxed:
             home = Path(scratch, "home")
             home.mkdir()
             run_env = _environment(path_prefix, env, package_config, str(home), scratch)
-            limited = _limited(command, self.config)
             timeout = _timeout(timeout_s, self.config)
-            return _supervise(
-                lambda fd: _watched(fd, "group", limited),
-                command,
-                cwd,
-                run_env,
-                timeout,
-                self,
-                stop,
-            )
+            return _supervise([], "group", command, cwd, run_env, timeout, self, stop)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -598,16 +580,17 @@ class _HeldSignals:
                 os.kill(os.getpid(), sig)
 
 
-def _supervise(argv_for, command, cwd, run_env, timeout, runner, stop=None) -> CommandResult:
-    """Run ``argv_for(lifeline fd)`` in its own process group, reading its output under the
-    cap, killing on timeout; its watcher kills what is left if this process dies."""
+def _supervise(head, them, command, cwd, run_env, timeout, runner, stop=None) -> CommandResult:
+    """Run ``command`` under its limits, after ``head`` (bubblewrap's part, or nothing), in
+    its own process group, reading its output under the cap, killing on timeout; its
+    watcher kills ``them`` (:func:`_watched`) if this process dies."""
     config: ExecConfig = runner.config
     out = _Capped(config.output_cap_bytes)
     start = time.monotonic()
     proc = None
     room = config.cgroup_room()
     with _lifeline() as fd, cgroup.memory_cgroup(room, enabled=config.memory_cgroup) as group:
-        argv = argv_for(fd)
+        argv = [*head, *_watched(fd, them, _limited(command, config))]
         try:
             with _HeldSignals() as held:
                 proc = subprocess.Popen(

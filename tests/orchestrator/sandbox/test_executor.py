@@ -195,19 +195,25 @@ def test_a_cadillac_killed_as_a_command_starts_takes_the_command_with_it(ws: Pat
     and a command started in that window ran on (in 1 of 8 tries here, 2 of 2 processes
     left in CI) with no parent, no time limit and nobody to kill it."""
     marker = f"{42 + os.getpid() % 1000 / 1000:.3f}"
+    for _ in range(5):  # the window is short: five tries
+        _killed_leaves_nothing(KILLED_AT_START, sandbox, f"sleep {marker}", ws, marker)
+
+
+def _killed_leaves_nothing(script: str, sandbox: str, command: str, ws: Path, marker: str):
+    """Run ``script`` (a cadillac that runs ``command`` and SIGKILLs itself) in a child
+    process; nothing running ``sleep {marker}`` may outlive it (killed if it does)."""
     left = []
     try:
-        for _ in range(5):  # the window is short: five tries
-            child = subprocess.run(
-                [sys.executable, "-c", KILLED_AT_START, sandbox, f"sleep {marker}", str(ws)],
-                cwd=Path(__file__).resolve().parents[3],
-                capture_output=True,
-                timeout=60,
-            )
-            assert child.returncode == -signal.SIGKILL, child.stderr
-            _wait_until(lambda: not _running_with(f"sleep {marker}"), 5)
-            left = _running_with(f"sleep {marker}")
-            assert not left, "the command outlived the cadillac that started it"
+        child = subprocess.run(
+            [sys.executable, "-c", script, sandbox, command, str(ws), f"sleep {marker}"],
+            cwd=Path(__file__).resolve().parents[3],
+            capture_output=True,
+            timeout=60,
+        )
+        assert child.returncode == -signal.SIGKILL, child.stderr
+        _wait_until(lambda: not _running_with(f"sleep {marker}"), 5)
+        left = _running_with(f"sleep {marker}")
+        assert not left, "the command outlived the cadillac that started it"
     finally:
         for pid in left:
             os.kill(pid, signal.SIGKILL)
@@ -262,21 +268,7 @@ def test_a_command_that_kills_its_watcher_still_dies_with_cadillac(ws: Path, san
         "grep -q cadillac-watch && kill -9 ${p#/proc/}; done; "
     )
     command = f"{kill_watcher}sleep {marker}" if sandbox == "bwrap" else f"sleep {marker}"
-    left = []
-    try:
-        child = subprocess.run(
-            [sys.executable, "-c", KILLED_LATER, sandbox, command, str(ws), f"sleep {marker}"],
-            cwd=Path(__file__).resolve().parents[3],
-            capture_output=True,
-            timeout=60,
-        )
-        assert child.returncode == -signal.SIGKILL, child.stderr
-        _wait_until(lambda: not _running_with(f"sleep {marker}"), 5)
-        left = _running_with(f"sleep {marker}")
-        assert not left, "the command outlived the cadillac that started it"
-    finally:
-        for pid in left:
-            os.kill(pid, signal.SIGKILL)
+    _killed_leaves_nothing(KILLED_LATER, sandbox, command, ws, marker)
 
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
